@@ -1,0 +1,45 @@
+# Thin wrapper over CMake/ctest. The README's two commands:
+#   make run   - builds and runs the multi-rank demo (GPU if present, else host)
+#   make test  - builds and runs the test suite (host target; cuda tests skip
+#                without a GPU)
+BUILD ?= build
+JOBS ?= $(shell nproc)
+NRANKS ?= 4
+CMAKE_FLAGS ?=
+
+.PHONY: all build run test asan format format-check clean deps
+
+all: build
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The demo on the GPU when one is visible (and the cuda target was built),
+# on the host target otherwise.
+run: build
+	@if [ -x $(BUILD)/gin_demo_cuda ] && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "== gin demo, cuda target, $(NRANKS) ranks =="; \
+	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_cuda; \
+	else \
+	  echo "== gin demo, host target, $(NRANKS) ranks =="; \
+	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_host; \
+	fi
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 600
+
+# The suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan:
+	$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DGIN_CUDA=OFF -DGIN_SANITIZE=address,undefined" test
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,245 @@
+/*
+ * Target glue for device code written once for two targets:
+ *   cuda (nvcc, __CUDACC__): real GPU kernels;
+ *   host (the C compiler): each block of a kernel runs as one CPU thread,
+ *        and every cooperative group (thread, warp, block) has size 1.
+ * All divergence between the targets lives here and in src/arch: memory
+ * ordering primitives, thread indices, coop synchronisation, time, launch.
+ * Protocol code above this header has no #ifdef on the target.
+ */
+#ifndef GIN_DEVICE_ARCH_H
+#define GIN_DEVICE_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gin/result.h"
+
+#if defined(__CUDACC__)
+#define GIN_ARCH_CUDA 1
+#include <cuda_runtime.h>
+#define GIN_DEVICE_FN static __device__ __forceinline__
+#define GIN_HD_FN static __host__ __device__ __forceinline__
+#define GIN_GLOBAL __global__
+#define GIN_RESTRICT __restrict__
+#else
+#define GIN_ARCH_HOST 1
+#define GIN_DEVICE_FN static inline
+#define GIN_HD_FN static inline
+#define GIN_GLOBAL
+#define GIN_RESTRICT restrict
+#endif
+
+/* ------------------------------------------------------------ indices */
+
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN int gin_block_idx(void) { return (int)blockIdx.x; }
+GIN_DEVICE_FN int gin_grid_dim(void) { return (int)gridDim.x; }
+GIN_DEVICE_FN int gin_thread_idx(void) { return (int)threadIdx.x; }
+GIN_DEVICE_FN int gin_block_dim(void) { return (int)blockDim.x; }
+#else
+extern _Thread_local int gin_host_block_idx_;
+extern _Thread_local int gin_host_grid_dim_;
+GIN_DEVICE_FN int gin_block_idx(void) { return gin_host_block_idx_; }
+GIN_DEVICE_FN int gin_grid_dim(void) { return gin_host_grid_dim_; }
+GIN_DEVICE_FN int gin_thread_idx(void) { return 0; }
+GIN_DEVICE_FN int gin_block_dim(void) { return 1; }
+#endif
+
+/* ------------------------------------------------- cooperative groups */
+
+/* The group of threads that issues one call together. Every thread of the
+ * group calls with the same arguments. */
+typedef enum gin_coop {
+  GIN_COOP_THREAD = 0,
+  GIN_COOP_WARP = 1,
+  GIN_COOP_BLOCK = 2
+} gin_coop_t;
+
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN int gin_coop_size(gin_coop_t c) {
+  return c == GIN_COOP_THREAD ? 1 : c == GIN_COOP_WARP ? 32 : (int)blockDim.x;
+}
+GIN_DEVICE_FN int gin_coop_rank(gin_coop_t c) {
+  return c == GIN_COOP_THREAD ? 0
+         : c == GIN_COOP_WARP ? (int)(threadIdx.x & 31)
+                              : (int)threadIdx.x;
+}
+GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {
+  if (c == GIN_COOP_WARP)
+    __syncwarp();
+  else if (c == GIN_COOP_BLOCK)
+    __syncthreads();
+}
+#else
+GIN_DEVICE_FN int gin_coop_size(gin_coop_t c) { return 1; }
+GIN_DEVICE_FN int gin_coop_rank(gin_coop_t c) { return 0; }
+GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {}
+#endif
+
+/* ------------------------------------------------ ordering primitives */
+/* Every cross-rank access goes through these; never ad-hoc volatile. */
+
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN uint64_t gin_load_acquire_u64(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+GIN_DEVICE_FN void gin_store_release_u64(uint64_t *p, uint64_t v) {
+  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+GIN_DEVICE_FN void gin_store_release_u32(volatile uint32_t *p, uint32_t v) {
+  asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/* Atomic add that orders this thread's earlier writes (and those it has
+ * observed) before it, at system scope. */
+GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
+  asm volatile("red.release.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
+  return (uint64_t)atomicAdd_system((unsigned long long *)p,
+                                    (unsigned long long)v);
+}
+GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
+  return atomicCAS_system((unsigned int *)p, expect, v);
+}
+GIN_DEVICE_FN void gin_fence_system(void) { __threadfence_system(); }
+GIN_DEVICE_FN uint64_t gin_time_ns(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {}
+#else
+#include <sched.h>
+#include <time.h>
+GIN_DEVICE_FN uint64_t gin_load_acquire_u64(const uint64_t *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+GIN_DEVICE_FN void gin_store_release_u64(uint64_t *p, uint64_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+GIN_DEVICE_FN void gin_store_release_u32(volatile uint32_t *p, uint32_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
+  __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+}
+GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
+  __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+  return expect;
+}
+GIN_DEVICE_FN void gin_fence_system(void) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+GIN_DEVICE_FN uint64_t gin_time_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+/* Ranks of the host target are processes that may outnumber the cores:
+ * a waiter gives its core away instead of spinning it. */
+GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
+  if (iter < 64)
+    __builtin_ia32_pause();
+  else
+    sched_yield();
+}
+#endif
+
+/* ---------------------------------------------------------- bulk copy */
+
+/* Copies n bytes with the threads of a coop (rank r of size s), using the
+ * widest accesses the alignment allows. */
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
+                                 const char *GIN_RESTRICT src, size_t n,
+                                 int r, int s) {
+  size_t head = 0;
+  if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+    const uint4 *vs = (const uint4 *)src;
+    uint4 *vd = (uint4 *)dst;
+    size_t nv = n / 16;
+    size_t i = (size_t)r;
+    for (; i + 3 * (size_t)s < nv; i += 4 * (size_t)s) {
+      uint4 a = vs[i], b = vs[i + s], c = vs[i + 2 * s], d = vs[i + 3 * s];
+      vd[i] = a;
+      vd[i + s] = b;
+      vd[i + 2 * s] = c;
+      vd[i + 3 * s] = d;
+    }
+    for (; i < nv; i += (size_t)s) vd[i] = vs[i];
+    head = nv * 16;
+  } else if ((((uintptr_t)dst | (uintptr_t)src) & 7) == 0) {
+    const uint64_t *vs = (const uint64_t *)src;
+    uint64_t *vd = (uint64_t *)dst;
+    size_t nv = n / 8;
+    for (size_t i = (size_t)r; i < nv; i += (size_t)s) vd[i] = vs[i];
+    head = nv * 8;
+  }
+  for (size_t i = head + (size_t)r; i < n; i += (size_t)s) dst[i] = src[i];
+}
+#else
+GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
+                                 const char *GIN_RESTRICT src, size_t n,
+                                 int r, int s) {
+  memcpy(dst, src, n);
+}
+#endif
+
+/* ------------------------------------------------------------- launch */
+
+/* GIN_KERNEL(name, args_t) { body using `args` }: declares a kernel that
+ * takes one struct by value. gin_launch(name, grid, block, stream, &args)
+ * starts it; on the host target the launch runs `grid` CPU threads and
+ * returns when they finish (block is ignored: blocks have one thread). */
+#if GIN_ARCH_CUDA
+typedef cudaStream_t gin_stream_t;
+#define GIN_KERNEL(name, args_t) __global__ void name(args_t args)
+#define gin_launch(name, grid, block, stream, argsp)                           \
+  (name<<<(grid), (block), 0, (stream)>>>(*(argsp)),                           \
+   cudaGetLastError() == cudaSuccess ? GIN_SUCCESS : GIN_ERR_CUDA)
+#define gin_stream_synchronize(stream)                                         \
+  (cudaStreamSynchronize(stream) == cudaSuccess ? GIN_SUCCESS : GIN_ERR_CUDA)
+#else
+typedef void *gin_stream_t;
+typedef void (*gin_host_kernel_fn)(const void *args);
+gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid, const void *args);
+#define GIN_KERNEL(name, args_t)                                               \
+  static void name##_body_(args_t args);                                       \
+  static void name(const void *p) { name##_body_(*(const args_t *)p); }        \
+  static void name##_body_(args_t args)
+#define gin_launch(name, grid, block, stream, argsp)                           \
+  gin_host_launch(name, (grid), (argsp))
+#define gin_stream_synchronize(stream) GIN_SUCCESS
+#endif
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * gin device API: one-sided communication issued from kernels.
+ *
+ * Written once for both targets (include/gin/device/arch.h). Every function
+ * takes the device communicator (a kernel argument, by pointer), a context
+ * index where the ordering promise is per context, a team and a peer index
+ * within that team, and the cooperative group issuing the call: every
+ * thread of the coop calls with the same arguments.
+ *
+ * Ordering promise: a signal becomes visible at the peer only after the
+ * payload of its put and of every earlier put on the same context to the
+ * same peer. Nothing else is ordered unless gin_flush or gin_barrier says
+ * so.
+ *
+ * Return values: GIN_SUCCESS, or a negative gin_result_t. A failing call
+ * records what went wrong (kind, rank, peer, id, values) in the rank's
+ * control page, marks the communicator aborted (this rank and its
+ * load/store peers), and writes nothing; the host learns the details from
+ * gin_comm_get_async_error. Every wait is bounded by GIN_TIMEOUT_MS and
+ * returns GIN_ERR_ABORTED as soon as the communicator is aborted.
+ *
+ * Argument checks (peer, window, offsets, signal/counter ids, context) are
+ * on by default; build with -DGIN_DEVICE_CHECKS=OFF to compile them out.
+ *
+ * Declarations first; bodies live in impl/.
+ */
+#ifndef GIN_DEVICE_H
+#define GIN_DEVICE_H
+
+#include "gin/device/arch.h"
+#include "gin/device/types.h"
+
+/* What happens at the target once a put's payload has landed. */
+typedef enum gin_remote_kind {
+  GIN_REMOTE_NONE = 0,
+  GIN_REMOTE_SIGNAL_INC = 1, /* signal += 1 */
+  GIN_REMOTE_SIGNAL_ADD = 2  /* signal += value */
+} gin_remote_kind_t;
+/* A signal is used either with INC or with ADD between two resets; mixing
+ * them on one signal is reported as GIN_DEVERR_SIGNAL_MIX. */
+typedef struct gin_remote {
+  int kind;
+  int signal;
+  uint64_t value;
+} gin_remote_t;
+
+/* What happens locally once a put's source has been consumed. */
+typedef enum gin_local_kind {
+  GIN_LOCAL_NONE = 0,
+  GIN_LOCAL_COUNTER_INC = 1 /* counter += 1 when the source is reusable */
+} gin_local_kind_t;
+typedef struct gin_local {
+  int kind;
+  int counter;
+} gin_local_t;
+
+GIN_HD_FN gin_remote_t gin_remote_none(void);
+GIN_HD_FN gin_remote_t gin_remote_signal_inc(int signal);
+GIN_HD_FN gin_remote_t gin_remote_signal_add(int signal, uint64_t value);
+GIN_HD_FN gin_local_t gin_local_none(void);
+GIN_HD_FN gin_local_t gin_local_counter_inc(int counter);
+
+/* Teams: every rank (world) and the ranks this rank reaches by load/store
+ * (lsa, this rank included). */
+GIN_DEVICE_FN gin_team_t gin_team_world(const gin_devcomm_t *dc);
+GIN_DEVICE_FN gin_team_t gin_team_lsa(const gin_devcomm_t *dc);
+/* World rank of team member `peer`, -1 if peer is out of range. */
+GIN_DEVICE_FN int gin_team_world_rank(gin_team_t team, int peer);
+
+/* Copies `bytes` from this rank's window `src` at src_off to team member
+ * `peer`'s window `dst` at dst_off, then performs `remote` at the peer and
+ * `local` here. Offsets are the same on every rank (windows are
+ * symmetric). The source may be reused once gin_flush returns, or once the
+ * local counter has counted this put. */
+GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
+                          int peer, gin_window_t dst, size_t dst_off,
+                          gin_window_t src, size_t src_off, size_t bytes,
+                          gin_remote_t remote, gin_local_t local,
+                          gin_coop_t coop);
+
+/* Writes the low `bytes` (1..8) bytes of `value` into peer's window at
+ * dst_off, then performs `remote`. The value is taken immediately. */
+GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
+                                gin_team_t team, int peer, gin_window_t dst,
+                                size_t dst_off, uint64_t value, int bytes,
+                                gin_remote_t remote, gin_coop_t coop);
+
+/* Performs `remote` at peer alone, ordered after earlier puts on ctx. */
+GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
+                             int peer, gin_remote_t remote, gin_coop_t coop);
+
+/* Returns once the sources of every put this coop issued on ctx are
+ * reusable. This is not remote completion. */
+GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop);
+
+/* Signals (this rank's): read, bounded wait until value >= least (rolling
+ * 64-bit comparison: wrap-safe within 2^63), reset to 0 (no update may be
+ * in flight). */
+GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal);
+GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
+                                  uint64_t least, gin_coop_t coop);
+GIN_DEVICE_FN int gin_signal_reset(const gin_devcomm_t *dc, int signal,
+                                   gin_coop_t coop);
+
+/* Shadows: a per-signal local expectation. add raises it; wait_meet waits
+ * until the signal reaches it; wait_follow waits until the signal is at
+ * least shadow + least_delta, then sets the shadow to the value seen and
+ * returns the old shadow in *before and the growth in *delta. */
+GIN_DEVICE_FN uint64_t gin_signal_shadow(const gin_devcomm_t *dc, int signal);
+GIN_DEVICE_FN int gin_signal_shadow_add(const gin_devcomm_t *dc, int signal,
+                                        uint64_t delta, gin_coop_t coop);
+GIN_DEVICE_FN int gin_signal_wait_meet_shadow(const gin_devcomm_t *dc,
+                                              int signal, gin_coop_t coop);
+GIN_DEVICE_FN int gin_signal_wait_follow_shadow(const gin_devcomm_t *dc,
+                                                int signal,
+                                                uint64_t least_delta,
+                                                uint64_t *before,
+                                                uint64_t *delta,
+                                                gin_coop_t coop);
+
+/* Counters (56-bit, local): read, bounded wait until value >= least
+ * (rolling 56-bit comparison), reset to 0, set (to resume a count). */
+GIN_DEVICE_FN uint64_t gin_counter_read(const gin_devcomm_t *dc, int counter);
+GIN_DEVICE_FN int gin_counter_wait(const gin_devcomm_t *dc, int counter,
+                                   uint64_t least, gin_coop_t coop);
+GIN_DEVICE_FN int gin_counter_reset(const gin_devcomm_t *dc, int counter,
+                                    gin_coop_t coop);
+GIN_DEVICE_FN int gin_counter_set(const gin_devcomm_t *dc, int counter,
+                                  uint64_t value, gin_coop_t coop);
+
+/* Barrier over a team using barrier slot `slot` (0..nbarriers-1): returns
+ * once every member has arrived; memory operations before it (of all
+ * members, to any window) are visible after it. One coop at a time per
+ * (team, slot). */
+GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
+                              int slot, gin_coop_t coop);
+
+/* Pointer to team member peer's window at offset off as mapped here, or
+ * NULL where it is not mapped (not a load/store peer) or out of range. */
+GIN_DEVICE_FN void *gin_window_peer_ptr(const gin_devcomm_t *dc,
+                                        gin_window_t win, gin_team_t team,
+                                        int peer, size_t off);
+
+/* Non-zero once the communicator is aborted. */
+GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc);
+
+#include "gin/device/impl/check.h"
+#include "gin/device/impl/ops.h"
+
+#endif

@@ -1,0 +1,152 @@
+/* Device-side error recording and argument checks. Internal. */
+#ifndef GIN_DEVICE_IMPL_CHECK_H
+#define GIN_DEVICE_IMPL_CHECK_H
+
+#ifdef GIN_DEVICE_CHECKS
+#define GIN_DEV_CHECKS_ON 1
+#else
+#define GIN_DEV_CHECKS_ON 0
+#endif
+
+/* Marks this rank's communicator aborted by `who` (1 + rank), and every
+ * load/store peer's too, so their waits stop instead of timing out. */
+GIN_DEVICE_FN void gin_dev_abort_(const gin_devcomm_t *dc) {
+  uint32_t who = (uint32_t)dc->rank + 1;
+  gin_cas_u32((uint32_t *)&dc->ctrl->abort, 0, who);
+  for (int r = 0; r < dc->nranks; r++) {
+    gin_ctrl_t *pc = dc->peer_ctrl[r];
+    if (pc && r != dc->rank) gin_cas_u32((uint32_t *)&pc->abort, 0, who);
+  }
+}
+
+/* Records the first error of this rank (later ones are dropped), aborts,
+ * and returns `code`. */
+GIN_DEVICE_FN int gin_dev_fail_(const gin_devcomm_t *dc, int code, int kind,
+                                int64_t peer, int64_t id, uint64_t expected,
+                                uint64_t seen, uint64_t a0, uint64_t a1) {
+  gin_dev_error_t *e = &dc->ctrl->err;
+  if (gin_cas_u32(&e->claimed, 0, 1) == 0) {
+    e->kind = kind;
+    e->rank = dc->rank;
+    e->peer = peer;
+    e->id = id;
+    e->expected = expected;
+    e->seen = seen;
+    e->arg0 = a0;
+    e->arg1 = a1;
+    gin_fence_system();
+    gin_store_release_u32(&e->ready, 1);
+  }
+  if (kind != GIN_DEVERR_ABORTED) gin_dev_abort_(dc);
+  return code;
+}
+
+GIN_DEVICE_FN int gin_dev_bad_(const gin_devcomm_t *dc, int kind, int64_t peer,
+                               int64_t id, uint64_t a0, uint64_t a1) {
+  return gin_dev_fail_(dc, GIN_ERR_INVALID, kind, peer, id, 0, 0, a0, a1);
+}
+
+/* Resolves team member `peer` to a world rank, checking it. */
+GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
+                                int peer, int *world) {
+  int w = gin_team_world_rank(team, peer);
+  if (GIN_DEV_CHECKS_ON && (w < 0 || w >= dc->nranks))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_PEER, peer, team.id,
+                        (uint64_t)team.size, 0);
+  *world = w;
+  return GIN_SUCCESS;
+}
+
+/* The window slot for handle w, or NULL (after recording) if w is not live. */
+GIN_DEVICE_FN const gin_dev_window_t *gin_dev_window_(const gin_devcomm_t *dc,
+                                                      gin_window_t w,
+                                                      int64_t peer) {
+  if (w.idx >= dc->max_windows) {
+    gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, 0);
+    return NULL;
+  }
+  const gin_dev_window_t *dw = &dc->windows[w.idx];
+  if (GIN_DEV_CHECKS_ON && (!dw->live || dw->gen != w.gen)) {
+    gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, dw->gen);
+    return NULL;
+  }
+  return dw;
+}
+
+/* [off, off+bytes) must lie inside the window (overflow-safe). */
+GIN_DEVICE_FN int gin_dev_range_(const gin_devcomm_t *dc,
+                                 const gin_dev_window_t *dw, gin_window_t w,
+                                 int64_t peer, size_t off, size_t bytes) {
+  if (GIN_DEV_CHECKS_ON && (off > dw->size || bytes > dw->size - off))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_RANGE, peer, w.idx, off, bytes);
+  return GIN_SUCCESS;
+}
+
+GIN_DEVICE_FN int gin_dev_ctx_(const gin_devcomm_t *dc, int ctx) {
+  if (GIN_DEV_CHECKS_ON && (ctx < 0 || ctx >= dc->nctx))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_CONTEXT, -1, ctx, dc->nctx, 0);
+  return GIN_SUCCESS;
+}
+
+GIN_DEVICE_FN int gin_dev_signal_id_(const gin_devcomm_t *dc, int64_t peer,
+                                     int s) {
+  if (GIN_DEV_CHECKS_ON && (s < 0 || s >= dc->nsignals))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_SIGNAL, peer, s, dc->nsignals, 0);
+  return GIN_SUCCESS;
+}
+
+GIN_DEVICE_FN int gin_dev_counter_id_(const gin_devcomm_t *dc, int c) {
+  if (GIN_DEV_CHECKS_ON && (c < 0 || c >= dc->ncounters))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_COUNTER, -1, c, dc->ncounters, 0);
+  return GIN_SUCCESS;
+}
+
+GIN_DEVICE_FN int gin_dev_actions_(const gin_devcomm_t *dc, int64_t peer,
+                                   gin_remote_t remote, gin_local_t local) {
+  if (remote.kind != GIN_REMOTE_NONE) {
+    if (GIN_DEV_CHECKS_ON && remote.kind != GIN_REMOTE_SIGNAL_INC &&
+        remote.kind != GIN_REMOTE_SIGNAL_ADD)
+      return gin_dev_bad_(dc, GIN_DEVERR_BAD_SIGNAL, peer, remote.signal,
+                          (uint64_t)remote.kind, 1);
+    int rc = gin_dev_signal_id_(dc, peer, remote.signal);
+    if (rc) return rc;
+  }
+  if (local.kind != GIN_LOCAL_NONE) {
+    if (GIN_DEV_CHECKS_ON && local.kind != GIN_LOCAL_COUNTER_INC)
+      return gin_dev_bad_(dc, GIN_DEVERR_BAD_COUNTER, -1, local.counter,
+                          (uint64_t)local.kind, 1);
+    return gin_dev_counter_id_(dc, local.counter);
+  }
+  return GIN_SUCCESS;
+}
+
+/* Rolling comparison: v is at or past `least` in a counter of `bits` bits
+ * that may wrap (correct while the two are less than 2^(bits-1) apart). */
+GIN_HD_FN int gin_rolling_ge(uint64_t v, uint64_t least, int bits) {
+  return (int64_t)((v - least) << (64 - bits)) >= 0;
+}
+
+/* Bounded wait until *p reaches `least` under a rolling comparison of
+ * `bits` bits. Polls the abort word and the clock every 256 tries. */
+GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
+                                uint64_t least, int bits, int kind, int64_t id,
+                                int64_t peer) {
+  uint64_t t0 = 0;
+  for (uint32_t iter = 0;; iter++) {
+    uint64_t v = gin_load_acquire_u64(p);
+    if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
+    if ((iter & 255) == 0) {
+      uint64_t now = gin_time_ns();
+      if (iter == 0) t0 = now;
+      if (gin_load_acquire_u32(&dc->ctrl->abort))
+        return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, peer, id,
+                             least, v, (uint64_t)kind, 0);
+      if (now - t0 > dc->timeout_ns)
+        return gin_dev_fail_(dc, GIN_ERR_TIMEOUT, kind, peer, id, least, v,
+                             now - t0, 0);
+    }
+    gin_spin_pause(iter);
+  }
+}
+
+#endif

@@ -1,0 +1,344 @@
+/* Bodies of the device API (gin_device.h). Internal. */
+#ifndef GIN_DEVICE_IMPL_OPS_H
+#define GIN_DEVICE_IMPL_OPS_H
+
+#define GIN_COUNTER_BITS 56
+#define GIN_SIGMODE_INC 1u
+#define GIN_SIGMODE_ADD 2u
+
+GIN_HD_FN gin_remote_t gin_remote_none(void) {
+  gin_remote_t r;
+  r.kind = GIN_REMOTE_NONE;
+  r.signal = 0;
+  r.value = 0;
+  return r;
+}
+GIN_HD_FN gin_remote_t gin_remote_signal_inc(int signal) {
+  gin_remote_t r;
+  r.kind = GIN_REMOTE_SIGNAL_INC;
+  r.signal = signal;
+  r.value = 1;
+  return r;
+}
+GIN_HD_FN gin_remote_t gin_remote_signal_add(int signal, uint64_t value) {
+  gin_remote_t r;
+  r.kind = GIN_REMOTE_SIGNAL_ADD;
+  r.signal = signal;
+  r.value = value;
+  return r;
+}
+GIN_HD_FN gin_local_t gin_local_none(void) {
+  gin_local_t l;
+  l.kind = GIN_LOCAL_NONE;
+  l.counter = 0;
+  return l;
+}
+GIN_HD_FN gin_local_t gin_local_counter_inc(int counter) {
+  gin_local_t l;
+  l.kind = GIN_LOCAL_COUNTER_INC;
+  l.counter = counter;
+  return l;
+}
+
+/* ---------------------------------------------------------------- teams */
+
+GIN_DEVICE_FN gin_team_t gin_team_world(const gin_devcomm_t *dc) {
+  gin_team_t t;
+  t.size = dc->nranks;
+  t.rank = dc->rank;
+  t.id = GIN_TEAM_WORLD;
+  t.ranks = NULL;
+  return t;
+}
+GIN_DEVICE_FN gin_team_t gin_team_lsa(const gin_devcomm_t *dc) {
+  gin_team_t t;
+  t.size = dc->lsa_size;
+  t.rank = dc->lsa_rank;
+  t.id = GIN_TEAM_LSA;
+  t.ranks = dc->lsa_ranks;
+  return t;
+}
+GIN_DEVICE_FN int gin_team_world_rank(gin_team_t team, int peer) {
+  if (peer < 0 || peer >= team.size) return -1;
+  return team.ranks ? team.ranks[peer] : peer;
+}
+
+GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc) {
+  return gin_load_acquire_u32(&dc->ctrl->abort) != 0;
+}
+
+/* ------------------------------------------------------- remote actions */
+
+/* Applies a remote action at world rank `w` once the payload is written.
+ * Called by one thread of the coop after the coop synchronised, so the
+ * release covers every thread's payload stores. */
+GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
+                                  gin_remote_t remote, int coop_size) {
+  if (remote.kind == GIN_REMOTE_NONE) return GIN_SUCCESS;
+  if (GIN_DEV_CHECKS_ON) {
+    uint32_t mode = remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
+                                                         : GIN_SIGMODE_ADD;
+    uint32_t old = gin_cas_u32(&dc->peer_sigmode[w][remote.signal], 0, mode);
+    if (old != 0 && old != mode)
+      return gin_dev_bad_(dc, GIN_DEVERR_SIGNAL_MIX, w, remote.signal, old,
+                          mode);
+  }
+  if (coop_size > 1) gin_fence_system();
+  gin_add_release_u64(&dc->peer_signals[w][remote.signal], remote.value);
+  return GIN_SUCCESS;
+}
+
+GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
+  switch (dc->path[w]) {
+  case GIN_PATH_SELF:
+  case GIN_PATH_DIRECT:
+    return GIN_SUCCESS;
+  default:
+    return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w,
+                         -1, 0, dc->path[w], 0, 0);
+  }
+}
+
+/* ------------------------------------------------------------------ put */
+
+GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
+                          int peer, gin_window_t dst, size_t dst_off,
+                          gin_window_t src, size_t src_off, size_t bytes,
+                          gin_remote_t remote, gin_local_t local,
+                          gin_coop_t coop) {
+  int w = 0, rc;
+  if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
+    return rc;
+  const gin_dev_window_t *dw = gin_dev_window_(dc, dst, w);
+  const gin_dev_window_t *sw = dw ? gin_dev_window_(dc, src, dc->rank) : NULL;
+  if (!sw) return GIN_ERR_INVALID;
+  if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, bytes)) ||
+      (rc = gin_dev_range_(dc, sw, src, dc->rank, src_off, bytes)) ||
+      (rc = gin_dev_actions_(dc, w, remote, local)) ||
+      (rc = gin_dev_path_ok_(dc, w)))
+    return rc;
+
+  /* Direct path: this coop's threads move the bytes themselves. */
+  int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
+  gin_copy_coop(dw->base[w] + dst_off, sw->base[dc->rank] + src_off, bytes,
+                cr, cs);
+  if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
+    return GIN_SUCCESS;
+  gin_coop_sync(coop);
+  if (cr == 0) {
+    rc = gin_dev_remote_(dc, w, remote, cs);
+    if (rc == GIN_SUCCESS && local.kind == GIN_LOCAL_COUNTER_INC)
+      gin_add_release_u64(&dc->counters[local.counter], 1);
+  }
+  return rc;
+}
+
+GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
+                                gin_team_t team, int peer, gin_window_t dst,
+                                size_t dst_off, uint64_t value, int bytes,
+                                gin_remote_t remote, gin_coop_t coop) {
+  int w = 0, rc;
+  if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
+    return rc;
+  const gin_dev_window_t *dw = gin_dev_window_(dc, dst, w);
+  if (!dw) return GIN_ERR_INVALID;
+  if (GIN_DEV_CHECKS_ON && (bytes < 1 || bytes > 8))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_RANGE, w, dst.idx, dst_off,
+                        (uint64_t)bytes);
+  if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, (size_t)bytes)) ||
+      (rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
+      (rc = gin_dev_path_ok_(dc, w)))
+    return rc;
+  int cr = gin_coop_rank(coop);
+  if (cr == 0) {
+    char *d = dw->base[w] + dst_off;
+    if (bytes == 8 && ((uintptr_t)d & 7) == 0) {
+      *(uint64_t *)d = value;
+    } else {
+      for (int i = 0; i < bytes; i++) d[i] = (char)(value >> (8 * i));
+    }
+    rc = gin_dev_remote_(dc, w, remote, 1);
+  }
+  gin_coop_sync(coop);
+  return rc;
+}
+
+GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
+                             int peer, gin_remote_t remote, gin_coop_t coop) {
+  int w = 0, rc;
+  if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
+    return rc;
+  if (GIN_DEV_CHECKS_ON && remote.kind == GIN_REMOTE_NONE)
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_SIGNAL, w, remote.signal, 0, 2);
+  if ((rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
+      (rc = gin_dev_path_ok_(dc, w)))
+    return rc;
+  gin_coop_sync(coop);
+  if (gin_coop_rank(coop) == 0) rc = gin_dev_remote_(dc, w, remote, 2);
+  return rc;
+}
+
+GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
+  int rc = gin_dev_ctx_(dc, ctx);
+  /* Direct puts copy synchronously: once every thread of the coop is past
+   * its stores, the sources are free. */
+  gin_coop_sync(coop);
+  return rc;
+}
+
+/* -------------------------------------------------------------- signals */
+
+GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal) {
+  if (gin_dev_signal_id_(dc, -1, signal)) return 0;
+  return gin_load_acquire_u64(&dc->signals[signal]);
+}
+
+GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
+                                  uint64_t least, gin_coop_t coop) {
+  int rc = gin_dev_signal_id_(dc, -1, signal);
+  if (rc == GIN_SUCCESS)
+    rc = gin_dev_wait_(dc, &dc->signals[signal], least, 64,
+                       GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
+  gin_coop_sync(coop);
+  return rc;
+}
+
+GIN_DEVICE_FN int gin_signal_reset(const gin_devcomm_t *dc, int signal,
+                                   gin_coop_t coop) {
+  int rc = gin_dev_signal_id_(dc, -1, signal);
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0) {
+    gin_store_release_u64(&dc->signals[signal], 0);
+    dc->shadows[signal] = 0;
+    gin_store_release_u32(&dc->sigmode[signal], 0);
+  }
+  gin_coop_sync(coop);
+  return rc;
+}
+
+GIN_DEVICE_FN uint64_t gin_signal_shadow(const gin_devcomm_t *dc, int signal) {
+  if (gin_dev_signal_id_(dc, -1, signal)) return 0;
+  return dc->shadows[signal];
+}
+
+GIN_DEVICE_FN int gin_signal_shadow_add(const gin_devcomm_t *dc, int signal,
+                                        uint64_t delta, gin_coop_t coop) {
+  int rc = gin_dev_signal_id_(dc, -1, signal);
+  gin_coop_sync(coop);
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0)
+    dc->shadows[signal] += delta;
+  gin_coop_sync(coop);
+  return rc;
+}
+
+GIN_DEVICE_FN int gin_signal_wait_meet_shadow(const gin_devcomm_t *dc,
+                                              int signal, gin_coop_t coop) {
+  int rc = gin_dev_signal_id_(dc, -1, signal);
+  if (rc) return rc;
+  return gin_signal_wait(dc, signal, dc->shadows[signal], coop);
+}
+
+GIN_DEVICE_FN int gin_signal_wait_follow_shadow(const gin_devcomm_t *dc,
+                                                int signal,
+                                                uint64_t least_delta,
+                                                uint64_t *before,
+                                                uint64_t *delta,
+                                                gin_coop_t coop) {
+  int rc = gin_dev_signal_id_(dc, -1, signal);
+  if (rc) return rc;
+  uint64_t old = dc->shadows[signal];
+  rc = gin_dev_wait_(dc, &dc->signals[signal], old + least_delta, 64,
+                     GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
+  gin_coop_sync(coop);
+  /* Thread 0 decides the new shadow; the coop reads it back so every
+   * thread reports the same before/delta. */
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0)
+    dc->shadows[signal] = gin_load_acquire_u64(&dc->signals[signal]);
+  gin_coop_sync(coop);
+  if (rc == GIN_SUCCESS) {
+    uint64_t seen = dc->shadows[signal];
+    if (before) *before = old;
+    if (delta) *delta = seen - old;
+  }
+  gin_coop_sync(coop);
+  return rc;
+}
+
+/* ------------------------------------------------------------- counters */
+
+GIN_DEVICE_FN uint64_t gin_counter_read(const gin_devcomm_t *dc, int counter) {
+  if (gin_dev_counter_id_(dc, counter)) return 0;
+  return gin_load_acquire_u64(&dc->counters[counter]) &
+         ((1ull << GIN_COUNTER_BITS) - 1);
+}
+
+GIN_DEVICE_FN int gin_counter_wait(const gin_devcomm_t *dc, int counter,
+                                   uint64_t least, gin_coop_t coop) {
+  int rc = gin_dev_counter_id_(dc, counter);
+  if (rc == GIN_SUCCESS)
+    rc = gin_dev_wait_(dc, &dc->counters[counter], least, GIN_COUNTER_BITS,
+                       GIN_DEVERR_TIMEOUT_COUNTER, counter, -1);
+  gin_coop_sync(coop);
+  return rc;
+}
+
+GIN_DEVICE_FN int gin_counter_set(const gin_devcomm_t *dc, int counter,
+                                  uint64_t value, gin_coop_t coop) {
+  int rc = gin_dev_counter_id_(dc, counter);
+  gin_coop_sync(coop);
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0)
+    gin_store_release_u64(&dc->counters[counter],
+                          value & ((1ull << GIN_COUNTER_BITS) - 1));
+  gin_coop_sync(coop);
+  return rc;
+}
+
+GIN_DEVICE_FN int gin_counter_reset(const gin_devcomm_t *dc, int counter,
+                                    gin_coop_t coop) {
+  return gin_counter_set(dc, counter, 0, coop);
+}
+
+/* -------------------------------------------------------------- barrier */
+
+GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
+                              int slot, gin_coop_t coop) {
+  if (GIN_DEV_CHECKS_ON && (slot < 0 || slot >= dc->nbarriers))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_BARRIER, -1, slot, dc->nbarriers,
+                        0);
+  if (GIN_DEV_CHECKS_ON && (team.rank < 0 || team.id < 0 ||
+                            team.id >= GIN_NUM_TEAMS))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_PEER, team.rank, team.id,
+                        (uint64_t)team.size, 0);
+  int idx = team.id * dc->nbarriers + slot;
+  int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
+  for (int m = 0; m < team.size; m++) {
+    int w = gin_team_world_rank(team, m);
+    if (dc->path[w] != GIN_PATH_SELF && dc->path[w] != GIN_PATH_DIRECT)
+      return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w,
+                           -1, 0, dc->path[w], 0, 0);
+  }
+  /* Every thread's earlier writes must precede the arrivals. */
+  gin_coop_sync(coop);
+  gin_fence_system();
+  uint64_t epoch = dc->bar_epoch[idx] + 1;
+  for (int m = cr; m < team.size; m += cs)
+    gin_add_release_u64(&dc->peer_bar[gin_team_world_rank(team, m)][idx], 1);
+  int rc = gin_dev_wait_(dc, &dc->bar[idx], epoch * (uint64_t)team.size, 64,
+                         GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
+  gin_coop_sync(coop);
+  if (cr == 0) dc->bar_epoch[idx] = epoch;
+  gin_coop_sync(coop);
+  return rc;
+}
+
+GIN_DEVICE_FN void *gin_window_peer_ptr(const gin_devcomm_t *dc,
+                                        gin_window_t win, gin_team_t team,
+                                        int peer, size_t off) {
+  int w = gin_team_world_rank(team, peer);
+  if (w < 0 || w >= dc->nranks || win.idx >= dc->max_windows) return NULL;
+  const gin_dev_window_t *dw = &dc->windows[win.idx];
+  if (!dw->live || dw->gen != win.gen || off > dw->size || !dw->base[w])
+    return NULL;
+  return dw->base[w] + off;
+}
+
+#endif

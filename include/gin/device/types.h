@@ -1,0 +1,122 @@
+/*
+ * Types shared by the host API and device code (both targets). Plain C
+ * structs passed by value to kernels; every pointer in them is valid in the
+ * address space of the device that runs the kernel (the GPU on the cuda
+ * target, the process on the host target).
+ */
+#ifndef GIN_DEVICE_TYPES_H
+#define GIN_DEVICE_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define GIN_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define GIN_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+#define GIN_MAX_RANKS 1024
+
+/* A registered window: an index into the communicator's window table and a
+ * generation that changes when the slot is reused, so a stale handle is
+ * caught. The same value is valid on every rank. */
+typedef struct gin_window {
+  uint32_t idx;
+  uint32_t gen;
+} gin_window_t;
+
+/* Paths a peer can be reached by (device code switches on this). */
+enum {
+  GIN_PATH_NONE = 0,   /* not reachable from this rank (yet) */
+  GIN_PATH_SELF = 1,   /* this rank */
+  GIN_PATH_DIRECT = 2  /* peer window mapped: load/store */
+};
+
+/* One window table slot, as device code sees it. base[r] is rank r's window
+ * mapped into this rank (NULL where not mapped). */
+typedef struct gin_dev_window {
+  uint64_t size;
+  uint32_t gen;
+  uint32_t live;
+  char **base;
+} gin_dev_window_t;
+
+/* Kinds of error a device call can record. */
+enum {
+  GIN_DEVERR_NONE = 0,
+  GIN_DEVERR_TIMEOUT_SIGNAL,
+  GIN_DEVERR_TIMEOUT_COUNTER,
+  GIN_DEVERR_TIMEOUT_BARRIER,
+  GIN_DEVERR_ABORTED,
+  GIN_DEVERR_BAD_PEER,
+  GIN_DEVERR_BAD_WINDOW,
+  GIN_DEVERR_BAD_RANGE,
+  GIN_DEVERR_BAD_SIGNAL,
+  GIN_DEVERR_BAD_COUNTER,
+  GIN_DEVERR_BAD_CONTEXT,
+  GIN_DEVERR_SIGNAL_MIX,
+  GIN_DEVERR_BAD_BARRIER,
+  GIN_DEVERR_UNREACHABLE
+};
+
+/* First error a rank's kernels hit, for the host to report. Lives in the
+ * control page (host memory, mapped for the device). */
+typedef struct gin_dev_error {
+  uint32_t claimed; /* 0 free; set by the first reporter */
+  uint32_t ready;   /* 1 once the fields below are written */
+  int32_t kind;
+  int32_t rank;     /* the rank that recorded it */
+  int64_t peer;     /* peer rank involved, -1 if none */
+  int64_t id;       /* signal / counter / window / barrier slot id */
+  uint64_t expected;
+  uint64_t seen;
+  uint64_t arg0, arg1; /* kind-specific: offset and size, ... */
+} gin_dev_error_t;
+
+/* Per-rank control page: the abort word every wait polls, and the error
+ * record. One per communicator, in shared host memory mapped for the GPU. */
+typedef struct gin_ctrl {
+  volatile uint32_t abort;
+  uint32_t pad_;
+  gin_dev_error_t err;
+} gin_ctrl_t;
+
+/* Team: a set of world ranks. ranks == NULL means ranks 0..size-1. */
+typedef struct gin_team {
+  int size;
+  int rank;          /* this rank's index in the team, -1 if not a member */
+  int id;            /* 0 world, 1 lsa */
+  const int *ranks;  /* team index -> world rank (device memory) */
+} gin_team_t;
+
+#define GIN_TEAM_WORLD 0
+#define GIN_TEAM_LSA 1
+#define GIN_NUM_TEAMS 2
+
+/* Device communicator: passed by value to kernels. */
+typedef struct gin_devcomm {
+  int rank, nranks;
+  int nctx, nsignals, ncounters, nbarriers;
+  int lsa_size, lsa_rank;
+  uint64_t timeout_ns;
+  uint64_t *signals;       /* this rank's signals [nsignals] */
+  uint64_t **peer_signals; /* [nranks] each rank's signal array, mapped */
+  uint32_t *sigmode;       /* this rank's signal mode bytes [nsignals] */
+  uint32_t **peer_sigmode; /* [nranks] */
+  uint64_t *shadows;       /* [nsignals] */
+  uint64_t *counters;      /* [ncounters] */
+  uint64_t *bar;           /* [GIN_NUM_TEAMS * nbarriers] arrivals here */
+  uint64_t **peer_bar;     /* [nranks] */
+  uint64_t *bar_epoch;     /* [GIN_NUM_TEAMS * nbarriers] local epochs */
+  const uint8_t *path;     /* [nranks] GIN_PATH_* */
+  const int *lsa_ranks;    /* [lsa_size] world rank of each lsa member */
+  gin_dev_window_t *windows; /* [max_windows] */
+  uint32_t max_windows;
+  uint32_t checks;         /* device-side argument checks on */
+  gin_ctrl_t *ctrl;        /* this rank's control page (device view) */
+  gin_ctrl_t **peer_ctrl;  /* [nranks] peers' control pages, NULL if none */
+  uint64_t id;             /* identifies the devcomm on its comm */
+} gin_devcomm_t;
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * gin — GPU-initiated networking. Host API (C11).
+ *
+ * Layering: this umbrella header is the top of the host library. It pulls
+ * in the result codes and the device-side types that kernels receive by
+ * value (gin_devcomm_t, gin_window_t). Nothing under src/ includes a header
+ * of a higher layer.
+ *
+ * Thread safety: unless a function says otherwise, calls on one
+ * communicator must not run concurrently from several threads; calls on
+ * distinct communicators may. gin_comm_abort may be called from any thread
+ * at any time.
+ */
+#ifndef GIN_GIN_H
+#define GIN_GIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gin/result.h"
+#include "gin/device/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GIN_VERSION_MAJOR 0
+#define GIN_VERSION_MINOR 1
+#define GIN_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------- errors */
+
+/* Returns a static, human-readable name for a result code. Never NULL. */
+const char *gin_strerror(gin_result_t res);
+
+/* Returns the message recorded by the last failing gin call on this thread
+ * (it names the bad argument, rank, window, offset or limit), or "" if none.
+ * The string stays valid until the next gin call on this thread. */
+const char *gin_last_error(void);
+
+/* ---------------------------------------------------------- unique id */
+
+#define GIN_UNIQUE_ID_BYTES 128
+
+/* Opaque job identifier: the bootstrap root's address and port plus a
+ * random 128-bit job secret. Copy it to every rank by any means. */
+typedef struct gin_unique_id {
+  char bytes[GIN_UNIQUE_ID_BYTES];
+} gin_unique_id_t;
+
+/* Creates a unique id and starts the bootstrap root in a background thread
+ * of the calling process. The root serves one job (nranks connections) and
+ * then exits; it gives up after GIN_TIMEOUT_MS without all ranks.
+ * The address advertised is GIN_ROOT_ADDR if set, else 127.0.0.1 (set it to
+ * an address reachable from every host for multi-host jobs).
+ * nranks: the number of ranks that will join (1..GIN_MAX_RANKS).
+ * Returns GIN_SUCCESS and writes *uid_out, or an error. Thread safe. */
+gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out);
+
+/* Text form of a unique id (hex, 2*GIN_UNIQUE_ID_BYTES+1 bytes with the
+ * terminating NUL) for passing through the environment (GIN_UNIQUE_ID). */
+gin_result_t gin_unique_id_to_string(const gin_unique_id_t *uid, char *buf,
+                                     size_t len);
+/* Parses the text form. GIN_ERR_INVALID names what was malformed. */
+gin_result_t gin_unique_id_from_string(const char *str,
+                                       gin_unique_id_t *uid_out);
+
+/* ------------------------------------------------------- communicator */
+
+typedef struct gin_comm *gin_comm_t;
+
+/* Optional settings for gin_comm_init; zero-initialise then set fields, or
+ * pass NULL for defaults. */
+typedef struct gin_config {
+  size_t size;        /* sizeof(gin_config_t); 0 means "all defaults" */
+  int timeout_ms;     /* bound on every wait; 0: GIN_TIMEOUT_MS */
+} gin_config_t;
+
+/* Joins the job named by uid as rank `rank` of `nranks` (collective: every
+ * rank must call it). Connects to the bootstrap root, authenticates with
+ * the job secret, exchanges addresses and host identities, and sets up the
+ * world and lsa (load/store reachable) teams.
+ * Errors: GIN_ERR_INVALID (rank/nranks out of range, NULL), GIN_ERR_TIMEOUT
+ * (peers did not join within the timeout), GIN_ERR_PROTOCOL (secret or
+ * size mismatch reported by the root). *comm_out is written only on
+ * success. */
+gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
+                           const gin_unique_id_t *uid,
+                           const gin_config_t *cfg);
+
+/* Like gin_comm_init, taking rank, size and job id from the environment:
+ * ginrun (GIN_RANK, GIN_NRANKS, GIN_UNIQUE_ID); Open MPI
+ * (OMPI_COMM_WORLD_RANK/SIZE); Slurm (SLURM_PROCID, SLURM_NTASKS); torchrun
+ * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). For the launchers other than
+ * ginrun, rank 0 hosts the root on GIN_ROOT_ADDR/MASTER_ADDR (default
+ * 127.0.0.1) and GIN_ROOT_PORT/MASTER_PORT (default: derived from the job
+ * id), and the job secret comes from GIN_JOB_SECRET (default: derived from
+ * the launcher's job id, which is not secret). */
+gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
+                                    const gin_config_t *cfg);
+
+/* Tears down a communicator: windows and device communicators still
+ * registered are released, peers' mappings closed. Local (not collective);
+ * call it on every rank after the last kernel using it has finished.
+ * GIN_ERR_STATE if comm is not a live communicator (destroyed twice). */
+gin_result_t gin_comm_destroy(gin_comm_t comm);
+
+/* Marks the communicator aborted: every device and host wait on it (and on
+ * load/store peers that see the flag) returns GIN_ERR_ABORTED promptly.
+ * Safe from any thread, also while another thread is inside a gin call. */
+gin_result_t gin_comm_abort(gin_comm_t comm);
+
+/* Reports an error raised asynchronously (by a device wait that timed out,
+ * a device-side argument check, or an abort), GIN_SUCCESS if none. The
+ * message (gin_last_error) names the rank, signal/counter/window and the
+ * values seen. Call it after synchronising with the kernels. */
+gin_result_t gin_comm_get_async_error(gin_comm_t comm);
+
+gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);
+gin_result_t gin_comm_size(gin_comm_t comm, int *nranks_out);
+
+/* Collective barrier over the bootstrap network (host side, bounded). */
+gin_result_t gin_comm_barrier(gin_comm_t comm);
+
+/* Collective all-gather over the bootstrap network: rank r's `bytes` at
+ * sendbuf land at recvbuf + r*bytes on every rank (recvbuf holds
+ * nranks*bytes). sendbuf may alias recvbuf + rank*bytes. */
+gin_result_t gin_comm_allgather(gin_comm_t comm, const void *sendbuf,
+                                void *recvbuf, size_t bytes);
+
+/* ------------------------------------------------------------- memory */
+
+/* Allocates `size` bytes of memory that can back a window: device memory
+ * on the cuda target, shareable memory (memfd) on the host target. The
+ * memory is zeroed. Thread safe. */
+gin_result_t gin_mem_alloc(size_t size, void **ptr_out);
+/* Frees memory from gin_mem_alloc. GIN_ERR_INVALID for any other pointer;
+ * GIN_ERR_STATE while a window still uses it. Thread safe. */
+gin_result_t gin_mem_free(void *ptr);
+/* Copies between host and gin memory (either direction, synchronous). */
+gin_result_t gin_mem_copy(void *dst, const void *src, size_t bytes);
+/* Sets bytes of gin memory (synchronous). */
+gin_result_t gin_mem_set(void *dst, int value, size_t bytes);
+
+/* Registers [ptr, ptr+size) of memory from gin_mem_alloc as a window of
+ * the communicator. Collective and symmetric: every rank calls it in the
+ * same order with the same size (checked: a mismatch fails on every rank
+ * with a message naming the ranks and sizes). Peers reachable by load/store
+ * map the window. Writes a handle usable on host and device.
+ * Errors: GIN_ERR_INVALID (ptr not from gin_mem_alloc, range past the
+ * allocation, size 0), GIN_ERR_AGAIN (window table full, see
+ * GIN_MAX_WINDOWS). */
+gin_result_t gin_window_register(gin_comm_t comm, void *ptr, size_t size,
+                                 gin_window_t *win_out);
+/* Collective: unmaps peers' views and retires the handle (later device use
+ * of it is reported as a bad window). GIN_ERR_INVALID for a handle that is
+ * not live (deregistered twice). */
+gin_result_t gin_window_deregister(gin_comm_t comm, gin_window_t win);
+
+/* ------------------------------------------------- device communicator */
+
+/* What a device communicator provides. Zero fields take defaults. */
+typedef struct gin_devcomm_reqs {
+  int contexts;  /* default 4 */
+  int signals;   /* default 256 (64-bit each) */
+  int counters;  /* default 256 (56-bit each) */
+  int barriers;  /* barrier slots per team, default 4 */
+} gin_devcomm_reqs_t;
+
+/* Creates the device communicator (collective): signal and barrier memory
+ * shared with load/store peers, local counters and shadows. *dcomm_out is a
+ * plain struct; pass it by value to kernels. reqs may be NULL. */
+gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
+                                gin_devcomm_t *dcomm_out);
+/* Releases a device communicator (collective). GIN_ERR_INVALID if it is
+ * not live on comm. */
+gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm);
+
+/* ------------------------------------------------------------ settings */
+
+/* Settings (GIN_* environment variables): number declared, and the name,
+ * current value, default and help of the i-th. For tools (ginrun --env). */
+int gin_param_count(void);
+gin_result_t gin_param_info(int i, const char **name, const char **value,
+                            const char **def, const char **help);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,65 @@
+/*
+ * Target layer, host side: what differs between the cuda and host targets
+ * when allocating, sharing and copying memory. Implemented once per target
+ * (arch_host.c, arch_cuda.c). The bottom layer: includes only core.h.
+ */
+#ifndef GIN_ARCH_H
+#define GIN_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* An exportable description of shareable memory that another process on
+ * the same host can map (a CUDA IPC handle, or a memfd's pid and fd). */
+#define GIN_ARCH_HANDLE_BYTES 80
+typedef struct gin_arch_handle {
+  uint8_t bytes[GIN_ARCH_HANDLE_BYTES];
+} gin_arch_handle_t;
+
+/* Identity of this process's device, exchanged at init to decide which
+ * peers are load/store reachable. */
+#define GIN_ARCH_DEVINFO_BYTES 64
+typedef struct gin_arch_devinfo {
+  char bytes[GIN_ARCH_DEVINFO_BYTES];
+} gin_arch_devinfo_t;
+
+/* Called once per communicator init: selects/initialises the device. */
+gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out);
+/* Whether memory of a process with device `peer` on the same host can be
+ * mapped by this process (same GPU, or P2P-capable GPUs; always on host). */
+int gin_arch_can_map(const gin_arch_devinfo_t *self,
+                     const gin_arch_devinfo_t *peer);
+
+/* Shareable device memory (backs windows and signal areas), zeroed. */
+gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
+                                gin_arch_handle_t *handle_out,
+                                void **cookie_out);
+void gin_arch_shm_free(void *ptr, size_t size, void *cookie);
+/* Maps a peer's shareable device memory described by handle. */
+gin_result_t gin_arch_shm_import(const gin_arch_handle_t *handle, size_t size,
+                                 void **ptr_out, void **cookie_out);
+void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie);
+
+/* Shareable host memory that the device can access (control pages):
+ * host_ptr for the CPU, dev_ptr for kernels. */
+gin_result_t gin_arch_hostmem_alloc(size_t size, void **host_out,
+                                    void **dev_out,
+                                    gin_arch_handle_t *handle_out,
+                                    void **cookie_out);
+void gin_arch_hostmem_free(void *host, size_t size, void *cookie);
+gin_result_t gin_arch_hostmem_import(const gin_arch_handle_t *handle,
+                                     size_t size, void **host_out,
+                                     void **dev_out, void **cookie_out);
+void gin_arch_hostmem_unimport(void *host, size_t size, void *cookie);
+
+/* Private device memory (tables, counters), zeroed. */
+gin_result_t gin_arch_dev_alloc(size_t size, void **ptr_out);
+void gin_arch_dev_free(void *ptr);
+
+/* Synchronous copies and fills; pointers may be host or device memory. */
+gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes);
+gin_result_t gin_arch_memset(void *dst, int value, size_t bytes);
+
+#endif

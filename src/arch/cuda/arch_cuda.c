@@ -1,0 +1,214 @@
+/*
+ * cuda target: windows and signal areas are device memory shared through
+ * CUDA IPC (works between MPS clients of one GPU and between P2P-capable
+ * GPUs); control pages are memfd host memory registered as mapped pinned
+ * memory, so kernels poll the abort word and the host reads error records
+ * without a copy.
+ */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/memfd.h"
+
+#define CUDA_HANDLE_MAGIC 0x47494e43u /* "GINC" */
+
+#define GIN_CUDA_CALL(call, what)                                              \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess)                                                     \
+      return GIN_ERROR(e_ == cudaErrorMemoryAllocation ? GIN_ERR_NOMEM         \
+                                                       : GIN_ERR_CUDA,         \
+                       "%s: %s (%s)", what, cudaGetErrorString(e_),            \
+                       cudaGetErrorName(e_));                                  \
+  } while (0)
+
+typedef struct cuda_handle {
+  uint32_t magic;
+  int32_t pid;
+  uint64_t size;
+  cudaIpcMemHandle_t ipc;
+} cuda_handle_t;
+_Static_assert(sizeof(cuda_handle_t) <= GIN_ARCH_HANDLE_BYTES, "handle size");
+
+typedef struct cuda_devinfo {
+  char uuid[16];
+  char busid[32];
+} cuda_devinfo_t;
+_Static_assert(sizeof(cuda_devinfo_t) <= GIN_ARCH_DEVINFO_BYTES, "devinfo");
+
+GIN_PARAM_INT(param_cuda_device, "CUDA_DEVICE", -1,
+              "GPU of this rank: -1 picks local rank modulo the GPU count "
+              "(local rank from ginrun, Open MPI, Slurm or torchrun), "
+              "-2 keeps the current device, N uses GPU N")
+
+static int local_rank_from_env(void) {
+  const char *names[] = {"GIN_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                         "SLURM_LOCALID", "LOCAL_RANK"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *v = getenv(names[i]);
+    if (v && *v) return atoi(v);
+  }
+  return -1;
+}
+
+gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
+  int count = 0;
+  GIN_CUDA_CALL(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (count < 1) return GIN_ERROR(GIN_ERR_CUDA, "no CUDA device visible");
+  int64_t want = param_cuda_device();
+  int dev = -1;
+  if (want >= 0) {
+    if (want >= count)
+      return GIN_ERROR(GIN_ERR_INVALID, "GIN_CUDA_DEVICE=%lld but only %d GPUs",
+                       (long long)want, count);
+    dev = (int)want;
+  } else if (want == -1 && local_rank_from_env() >= 0) {
+    dev = local_rank_from_env() % count;
+  }
+  if (dev >= 0) GIN_CUDA_CALL(cudaSetDevice(dev), "cudaSetDevice");
+  GIN_CUDA_CALL(cudaGetDevice(&dev), "cudaGetDevice");
+  struct cudaDeviceProp prop;
+  GIN_CUDA_CALL(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  cuda_devinfo_t di;
+  memset(&di, 0, sizeof di);
+  memcpy(di.uuid, prop.uuid.bytes, sizeof di.uuid);
+  GIN_CUDA_CALL(cudaDeviceGetPCIBusId(di.busid, sizeof di.busid, dev),
+                "cudaDeviceGetPCIBusId");
+  memset(info_out, 0, sizeof *info_out);
+  memcpy(info_out->bytes, &di, sizeof di);
+  GIN_INFO(INIT, "cuda device %d (%s, %s)", dev, prop.name, di.busid);
+  return GIN_SUCCESS;
+}
+
+int gin_arch_can_map(const gin_arch_devinfo_t *self,
+                     const gin_arch_devinfo_t *peer) {
+  cuda_devinfo_t a, b;
+  memcpy(&a, self->bytes, sizeof a);
+  memcpy(&b, peer->bytes, sizeof b);
+  if (memcmp(a.uuid, b.uuid, sizeof a.uuid) == 0) return 1;
+  int mine = -1, theirs = -1, ok = 0;
+  if (cudaGetDevice(&mine) != cudaSuccess) return 0;
+  if (cudaDeviceGetByPCIBusId(&theirs, b.busid) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (cudaDeviceCanAccessPeer(&ok, mine, theirs) != cudaSuccess) return 0;
+  return ok;
+}
+
+gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
+                                gin_arch_handle_t *handle_out,
+                                void **cookie_out) {
+  void *p = NULL;
+  GIN_CUDA_CALL(cudaMalloc(&p, size), "cudaMalloc of shareable memory");
+  cudaError_t e = cudaMemset(p, 0, size);
+  cuda_handle_t h;
+  memset(&h, 0, sizeof h);
+  if (e == cudaSuccess) e = cudaIpcGetMemHandle(&h.ipc, p);
+  if (e != cudaSuccess) {
+    cudaFree(p);
+    return GIN_ERROR(GIN_ERR_CUDA, "cudaIpcGetMemHandle(%zu bytes): %s", size,
+                     cudaGetErrorString(e));
+  }
+  h.magic = CUDA_HANDLE_MAGIC;
+  h.pid = (int32_t)getpid();
+  h.size = size;
+  memset(handle_out, 0, sizeof *handle_out);
+  memcpy(handle_out->bytes, &h, sizeof h);
+  *ptr_out = p;
+  *cookie_out = NULL;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_shm_free(void *ptr, size_t size, void *cookie) { cudaFree(ptr); }
+
+gin_result_t gin_arch_shm_import(const gin_arch_handle_t *handle, size_t size,
+                                 void **ptr_out, void **cookie_out) {
+  cuda_handle_t h;
+  memcpy(&h, handle->bytes, sizeof h);
+  if (h.magic != CUDA_HANDLE_MAGIC || h.size < size)
+    return GIN_ERROR(GIN_ERR_PROTOCOL, "bad CUDA memory handle (size %llu < %zu)",
+                     (unsigned long long)h.size, size);
+  void *p = NULL;
+  GIN_CUDA_CALL(cudaIpcOpenMemHandle(&p, h.ipc, cudaIpcMemLazyEnablePeerAccess),
+                "cudaIpcOpenMemHandle of a peer's memory");
+  *ptr_out = p;
+  *cookie_out = NULL;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
+  cudaIpcCloseMemHandle(ptr);
+}
+
+static gin_result_t host_register(void *host, size_t size, void **dev_out) {
+  GIN_CUDA_CALL(cudaHostRegister(host, size,
+                                 cudaHostRegisterMapped |
+                                     cudaHostRegisterPortable),
+                "cudaHostRegister of a control page");
+  cudaError_t e = cudaHostGetDevicePointer(dev_out, host, 0);
+  if (e != cudaSuccess) {
+    cudaHostUnregister(host);
+    return GIN_ERROR(GIN_ERR_CUDA, "cudaHostGetDevicePointer: %s",
+                     cudaGetErrorString(e));
+  }
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_arch_hostmem_alloc(size_t size, void **host_out,
+                                    void **dev_out,
+                                    gin_arch_handle_t *handle_out,
+                                    void **cookie_out) {
+  GIN_CHECK(gin_memfd_alloc(size, host_out, handle_out, cookie_out));
+  gin_result_t res = host_register(*host_out, size, dev_out);
+  if (res != GIN_SUCCESS) gin_memfd_free(*host_out, size, *cookie_out);
+  return res;
+}
+
+void gin_arch_hostmem_free(void *host, size_t size, void *cookie) {
+  cudaHostUnregister(host);
+  gin_memfd_free(host, size, cookie);
+}
+
+gin_result_t gin_arch_hostmem_import(const gin_arch_handle_t *handle,
+                                     size_t size, void **host_out,
+                                     void **dev_out, void **cookie_out) {
+  GIN_CHECK(gin_memfd_import(handle, size, host_out, cookie_out));
+  gin_result_t res = host_register(*host_out, size, dev_out);
+  if (res != GIN_SUCCESS) gin_memfd_unimport(*host_out, size, *cookie_out);
+  return res;
+}
+
+void gin_arch_hostmem_unimport(void *host, size_t size, void *cookie) {
+  cudaHostUnregister(host);
+  gin_memfd_unimport(host, size, cookie);
+}
+
+gin_result_t gin_arch_dev_alloc(size_t size, void **ptr_out) {
+  void *p = NULL;
+  GIN_CUDA_CALL(cudaMalloc(&p, size ? size : 1), "cudaMalloc");
+  cudaError_t e = cudaMemset(p, 0, size ? size : 1);
+  if (e != cudaSuccess) {
+    cudaFree(p);
+    return GIN_ERROR(GIN_ERR_CUDA, "cudaMemset: %s", cudaGetErrorString(e));
+  }
+  *ptr_out = p;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_dev_free(void *ptr) { cudaFree(ptr); }
+
+gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
+  GIN_CUDA_CALL(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_arch_memset(void *dst, int value, size_t bytes) {
+  GIN_CUDA_CALL(cudaMemset(dst, value, bytes), "cudaMemset");
+  GIN_CUDA_CALL(cudaDeviceSynchronize(), "cudaDeviceSynchronize after memset");
+  return GIN_SUCCESS;
+}

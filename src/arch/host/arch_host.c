@@ -1,0 +1,88 @@
+/*
+ * Host target: "device" memory is shareable host memory (memfd.c); kernels
+ * run as CPU threads (launch.c), so device pointers are host pointers.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "arch/memfd.h"
+
+gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
+  memset(info_out, 0, sizeof *info_out);
+  snprintf(info_out->bytes, sizeof info_out->bytes, "host");
+  return GIN_SUCCESS;
+}
+
+int gin_arch_can_map(const gin_arch_devinfo_t *self,
+                     const gin_arch_devinfo_t *peer) {
+  return 1;
+}
+
+gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
+                                gin_arch_handle_t *handle_out,
+                                void **cookie_out) {
+  return gin_memfd_alloc(size, ptr_out, handle_out, cookie_out);
+}
+
+void gin_arch_shm_free(void *ptr, size_t size, void *cookie) {
+  gin_memfd_free(ptr, size, cookie);
+}
+
+gin_result_t gin_arch_shm_import(const gin_arch_handle_t *handle, size_t size,
+                                 void **ptr_out, void **cookie_out) {
+  return gin_memfd_import(handle, size, ptr_out, cookie_out);
+}
+
+void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
+  gin_memfd_unimport(ptr, size, cookie);
+}
+
+gin_result_t gin_arch_hostmem_alloc(size_t size, void **host_out,
+                                    void **dev_out,
+                                    gin_arch_handle_t *handle_out,
+                                    void **cookie_out) {
+  GIN_CHECK(gin_arch_shm_alloc(size, host_out, handle_out, cookie_out));
+  *dev_out = *host_out;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_hostmem_free(void *host, size_t size, void *cookie) {
+  gin_arch_shm_free(host, size, cookie);
+}
+
+gin_result_t gin_arch_hostmem_import(const gin_arch_handle_t *handle,
+                                     size_t size, void **host_out,
+                                     void **dev_out, void **cookie_out) {
+  GIN_CHECK(gin_arch_shm_import(handle, size, host_out, cookie_out));
+  *dev_out = *host_out;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_hostmem_unimport(void *host, size_t size, void *cookie) {
+  gin_arch_shm_unimport(host, size, cookie);
+}
+
+gin_result_t gin_arch_dev_alloc(size_t size, void **ptr_out) {
+  void *p = calloc(1, size ? size : 1);
+  if (!p) return GIN_ERROR(GIN_ERR_NOMEM, "calloc(%zu) failed", size);
+  *ptr_out = p;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_dev_free(void *ptr) { free(ptr); }
+
+gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
+  memmove(dst, src, bytes);
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_arch_memset(void *dst, int value, size_t bytes) {
+  memset(dst, value, bytes);
+  return GIN_SUCCESS;
+}

@@ -1,0 +1,75 @@
+/*
+ * Bootstrap: out-of-band TCP network among the ranks of one job, used to
+ * exchange handles (all-gather) and to synchronise (barrier) at setup.
+ *
+ * The unique id carries the root's address, port and a random 128-bit job
+ * secret. Every connection (rank -> root, rank -> rank) opens with a fixed
+ * hello that carries magic, protocol version, the secret, and the sender's
+ * rank and job size; anything else is refused with a log line. Every step
+ * is bounded by the timeout given at init (GIN_TIMEOUT_MS).
+ */
+#ifndef GIN_BOOTSTRAP_H
+#define GIN_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gin/gin.h"
+
+#define GIN_BS_MAGIC 0x47494e42u /* "GINB" */
+#define GIN_BS_VERSION 1
+
+/* The unique id's contents (inside gin_unique_id_t.bytes). */
+typedef struct gin_bs_uid {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t family;     /* AF_INET or AF_INET6 */
+  uint8_t addr[16];    /* network byte order */
+  uint16_t port;       /* host byte order */
+  uint16_t pad_;
+  int32_t nranks;
+  uint8_t secret[16];
+} gin_bs_uid_t;
+
+/* The hello every connection starts with (fixed size, little endian). */
+typedef struct gin_bs_hello {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t kind;       /* GIN_BS_HELLO_* */
+  uint8_t secret[16];
+  int32_t rank;
+  int32_t nranks;
+  uint16_t family;     /* the sender's listen address, for the root */
+  uint16_t port;
+  uint8_t addr[16];
+} gin_bs_hello_t;
+
+enum { GIN_BS_HELLO_ROOT = 1, GIN_BS_HELLO_RING = 2 };
+
+/* Checks a received hello against the job (secret, magic, version, rank
+ * range, size). Pure function of the bytes: fuzzed. */
+gin_result_t gin_bs_hello_check(const void *buf, size_t len,
+                                const uint8_t secret[16], int nranks,
+                                int kind, gin_bs_hello_t *out);
+
+/* Starts a root that serves one job of nranks ranks on addr:port (port 0:
+ * any free port) with the given secret, in a detached thread. Writes the
+ * uid describing it. The thread exits once all ranks were served or after
+ * timeout_ms. */
+gin_result_t gin_bs_root_start(int nranks, const char *addr, int port,
+                               const uint8_t secret[16], int64_t timeout_ms,
+                               gin_unique_id_t *uid_out);
+
+typedef struct gin_bs gin_bs_t;
+
+/* Joins the job: registers with the root, gets every rank's address,
+ * connects the ring. Bounded by timeout_ms. */
+gin_result_t gin_bs_init(const gin_unique_id_t *uid, int rank, int nranks,
+                         int64_t timeout_ms, gin_bs_t **bs_out);
+/* In-place all-gather: buf holds nranks blocks of `bytes`; block `rank` is
+ * this rank's contribution. */
+gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes);
+gin_result_t gin_bs_barrier(gin_bs_t *bs);
+void gin_bs_destroy(gin_bs_t *bs);
+
+#endif

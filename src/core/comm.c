@@ -1,0 +1,399 @@
+/*
+ * Communicators: joining a job, deciding how each peer is reached, the
+ * control page (abort word and device error record), abort, and the
+ * asynchronous error report.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+
+#define GIN_COMM_MAGIC 0x67696e636f6d6d31ull /* "gincomm1" */
+
+GIN_PARAM_STR(param_hostid, "HOSTID", "",
+              "identity of this host for locality (default: hostname, boot "
+              "id and network namespace); ranks with equal ids may map each "
+              "other's memory")
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gin_comm *live_head;
+
+static gin_result_t comm_find(gin_comm_t comm, const char *fn) {
+  if (!comm) return GIN_ERROR(GIN_ERR_INVALID, "%s: comm is NULL", fn);
+  pthread_mutex_lock(&live_lock);
+  struct gin_comm *c = live_head;
+  while (c && c != comm) c = c->next_live;
+  pthread_mutex_unlock(&live_lock);
+  if (!c)
+    return GIN_ERROR(GIN_ERR_STATE,
+                     "%s: communicator %p is not live (destroyed already?)", fn,
+                     (void *)comm);
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn) {
+  return comm_find(comm, fn);
+}
+
+gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn) {
+  GIN_CHECK(comm_find(comm, fn));
+  if (__atomic_load_n(&comm->ctrl->abort, __ATOMIC_ACQUIRE)) {
+    gin_result_t res = gin_comm_get_async_error(comm);
+    return GIN_ERROR(res ? res : GIN_ERR_ABORTED, "%s: rank %d: %s", fn,
+                     comm->rank, gin_last_error());
+  }
+  return GIN_SUCCESS;
+}
+
+static void hostid_make(char *out, size_t len) {
+  const char *forced = param_hostid();
+  if (forced[0]) {
+    snprintf(out, len, "%s", forced);
+    return;
+  }
+  char host[64] = "?", boot[40] = "?";
+  gethostname(host, sizeof host - 1);
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(boot, sizeof boot, f)) boot[0] = '?';
+    boot[strcspn(boot, "\n")] = '\0';
+    fclose(f);
+  }
+  /* Ranks in different network namespaces are treated as different hosts
+   * (that is how the multi-host tests build their hosts). */
+  struct stat st;
+  unsigned long long netns = 0;
+  if (stat("/proc/self/ns/net", &st) == 0) netns = (unsigned long long)st.st_ino;
+  snprintf(out, len, "%s/%s/%llu", host, boot, netns);
+}
+
+static gin_result_t comm_setup_paths(gin_comm_t c) {
+  gin_peer_info_t *me = &c->peers[c->rank];
+  c->lsa_size = 0;
+  for (int r = 0; r < c->nranks; r++) {
+    gin_peer_info_t *p = &c->peers[r];
+    if (r == c->rank)
+      c->path[r] = GIN_PATH_SELF;
+    else if (strncmp(p->hostid, me->hostid, GIN_HOSTID_BYTES) == 0 &&
+             gin_arch_can_map(&me->dev, &p->dev))
+      c->path[r] = GIN_PATH_DIRECT;
+    else
+      c->path[r] = GIN_PATH_NONE;
+    if (c->path[r] != GIN_PATH_NONE) {
+      if (r == c->rank) c->lsa_rank = c->lsa_size;
+      c->lsa_ranks[c->lsa_size++] = r;
+    }
+    GIN_INFO(INIT, "rank %d: peer %d path %s", c->rank, r,
+             c->path[r] == GIN_PATH_SELF     ? "self"
+             : c->path[r] == GIN_PATH_DIRECT ? "direct"
+                                             : "none");
+  }
+  GIN_CHECK(gin_arch_copy(c->path_dev, c->path, (size_t)c->nranks));
+  GIN_CHECK(gin_arch_copy(c->lsa_ranks_dev, c->lsa_ranks,
+                          sizeof(int) * (size_t)c->lsa_size));
+  return GIN_SUCCESS;
+}
+
+static gin_result_t comm_map_peer_ctrl(gin_comm_t c) {
+  gin_ctrl_t **devtab = (gin_ctrl_t **)calloc((size_t)c->nranks, sizeof *devtab);
+  if (!devtab) return GIN_ERROR(GIN_ERR_NOMEM, "peer control table");
+  gin_result_t res = GIN_SUCCESS;
+  for (int r = 0; r < c->nranks && res == GIN_SUCCESS; r++) {
+    if (r == c->rank) {
+      devtab[r] = c->ctrl_dev;
+      continue;
+    }
+    if (c->path[r] != GIN_PATH_DIRECT) continue;
+    void *host = NULL, *dev = NULL;
+    res = gin_arch_hostmem_import(&c->peers[r].ctrl, sizeof(gin_ctrl_t), &host,
+                                  &dev, &c->peer_ctrl_cookie[r]);
+    if (res == GIN_SUCCESS) {
+      c->peer_ctrl[r] = (gin_ctrl_t *)host;
+      devtab[r] = (gin_ctrl_t *)dev;
+    }
+  }
+  if (res == GIN_SUCCESS)
+    res = gin_arch_copy(c->peer_ctrl_devtab, devtab,
+                        sizeof(gin_ctrl_t *) * (size_t)c->nranks);
+  free(devtab);
+  return res;
+}
+
+static void comm_free(gin_comm_t c) {
+  if (c->peer_ctrl)
+    for (int r = 0; r < c->nranks; r++)
+      if (c->peer_ctrl[r] && r != c->rank)
+        gin_arch_hostmem_unimport(c->peer_ctrl[r], sizeof(gin_ctrl_t),
+                                  c->peer_ctrl_cookie[r]);
+  if (c->ctrl) gin_arch_hostmem_free(c->ctrl, sizeof(gin_ctrl_t), c->ctrl_cookie);
+  gin_arch_dev_free(c->path_dev);
+  gin_arch_dev_free(c->lsa_ranks_dev);
+  gin_arch_dev_free(c->peer_ctrl_devtab);
+  free(c->peer_ctrl);
+  free(c->peer_ctrl_cookie);
+  free(c->lsa_ranks);
+  free(c->path);
+  free(c->peers);
+  if (c->bs) gin_bs_destroy(c->bs);
+  free(c);
+}
+
+gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
+                           const gin_unique_id_t *uid,
+                           const gin_config_t *cfg) {
+  GIN_ARG_CHECK(comm_out && uid, "gin_comm_init: %s is NULL",
+                comm_out ? "uid" : "comm_out");
+  GIN_ARG_CHECK(nranks >= 1 && nranks <= GIN_MAX_RANKS,
+                "gin_comm_init: nranks %d outside [1, %d]", nranks,
+                GIN_MAX_RANKS);
+  GIN_ARG_CHECK(rank >= 0 && rank < nranks,
+                "gin_comm_init: rank %d outside [0, %d)", rank, nranks);
+  GIN_ARG_CHECK(!cfg || cfg->size == 0 || cfg->size == sizeof(gin_config_t),
+                "gin_comm_init: cfg->size %zu is not sizeof(gin_config_t) %zu",
+                cfg ? cfg->size : 0, sizeof(gin_config_t));
+  GIN_ARG_CHECK(!cfg || cfg->size == 0 || cfg->timeout_ms >= 0,
+                "gin_comm_init: cfg->timeout_ms %d is negative",
+                cfg ? cfg->timeout_ms : 0);
+
+  gin_result_t res;
+  gin_comm_t c = (gin_comm_t)calloc(1, sizeof *c);
+  if (!c) return GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: no host memory");
+  c->magic = GIN_COMM_MAGIC;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->timeout_ms = (cfg && cfg->size && cfg->timeout_ms) ? cfg->timeout_ms
+                                                        : gin_timeout_ms();
+  size_t n = (size_t)nranks;
+  c->peers = (gin_peer_info_t *)calloc(n, sizeof *c->peers);
+  c->path = (uint8_t *)calloc(n, 1);
+  c->lsa_ranks = (int *)calloc(n, sizeof(int));
+  c->peer_ctrl = (gin_ctrl_t **)calloc(n, sizeof(gin_ctrl_t *));
+  c->peer_ctrl_cookie = (void **)calloc(n, sizeof(void *));
+  if (!c->peers || !c->path || !c->lsa_ranks || !c->peer_ctrl ||
+      !c->peer_ctrl_cookie) {
+    res = GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: tables for %d ranks", nranks);
+    goto free_comm;
+  }
+  GIN_CHECK_GOTO(gin_bs_init(uid, rank, nranks, c->timeout_ms, &c->bs), res,
+                 free_comm);
+
+  gin_peer_info_t *me = &c->peers[rank];
+  hostid_make(me->hostid, sizeof me->hostid);
+  me->pid = (int32_t)getpid();
+  me->rank = rank;
+  GIN_CHECK_GOTO(gin_arch_init(&me->dev), res, free_comm);
+  void *ctrl_host = NULL, *ctrl_dev = NULL;
+  GIN_CHECK_GOTO(gin_arch_hostmem_alloc(sizeof(gin_ctrl_t), &ctrl_host,
+                                        &ctrl_dev, &me->ctrl, &c->ctrl_cookie),
+                 res, free_comm);
+  c->ctrl = (gin_ctrl_t *)ctrl_host;
+  c->ctrl_dev = (gin_ctrl_t *)ctrl_dev;
+
+  GIN_CHECK_GOTO(gin_bs_allgather(c->bs, c->peers, sizeof(gin_peer_info_t)),
+                 res, free_comm);
+  for (int r = 0; r < nranks; r++)
+    if (c->peers[r].rank != r) {
+      res = GIN_ERROR(GIN_ERR_PROTOCOL,
+                      "gin_comm_init: slot %d of the exchange names rank %d",
+                      r, (int)c->peers[r].rank);
+      goto free_comm;
+    }
+  GIN_CHECK_GOTO(gin_arch_dev_alloc(n, (void **)&c->path_dev), res, free_comm);
+  GIN_CHECK_GOTO(gin_arch_dev_alloc(n * sizeof(int), (void **)&c->lsa_ranks_dev),
+                 res, free_comm);
+  GIN_CHECK_GOTO(gin_arch_dev_alloc(n * sizeof(gin_ctrl_t *),
+                                    (void **)&c->peer_ctrl_devtab),
+                 res, free_comm);
+  GIN_CHECK_GOTO(comm_setup_paths(c), res, free_comm);
+  GIN_CHECK_GOTO(comm_map_peer_ctrl(c), res, free_comm);
+  GIN_CHECK_GOTO(gin_window_init_(c), res, fini_windows);
+  /* Nobody returns before every peer has mapped what it needs. */
+  GIN_CHECK_GOTO(gin_bs_barrier(c->bs), res, fini_windows);
+
+  pthread_mutex_lock(&live_lock);
+  c->next_live = live_head;
+  live_head = c;
+  pthread_mutex_unlock(&live_lock);
+  GIN_INFO(INIT, "rank %d of %d ready: %d load/store peers (lsa rank %d)",
+           rank, nranks, c->lsa_size, c->lsa_rank);
+  *comm_out = c;
+  return GIN_SUCCESS;
+
+fini_windows:
+  gin_window_fini_(c);
+free_comm:
+  comm_free(c);
+  return res;
+}
+
+gin_result_t gin_comm_destroy(gin_comm_t comm) {
+  GIN_CHECK(comm_find(comm, "gin_comm_destroy"));
+  pthread_mutex_lock(&live_lock);
+  struct gin_comm **pp = &live_head;
+  while (*pp && *pp != comm) pp = &(*pp)->next_live;
+  int found = *pp != NULL;
+  if (found) *pp = comm->next_live;
+  pthread_mutex_unlock(&live_lock);
+  if (!found) /* another thread destroyed it meanwhile */
+    return GIN_ERROR(GIN_ERR_STATE,
+                     "gin_comm_destroy: communicator %p destroyed twice",
+                     (void *)comm);
+  gin_window_fini_(comm);
+  gin_devcomm_fini_(comm);
+  comm_free(comm);
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_comm_abort(gin_comm_t comm) {
+  GIN_CHECK(comm_find(comm, "gin_comm_abort"));
+  uint32_t who = (uint32_t)comm->rank + 1, zero = 0;
+  __atomic_compare_exchange_n(&comm->ctrl->abort, &zero, who, 0,
+                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  for (int r = 0; r < comm->nranks; r++) {
+    gin_ctrl_t *pc = comm->peer_ctrl[r];
+    uint32_t z = 0;
+    if (pc)
+      __atomic_compare_exchange_n(&pc->abort, &z, who, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE);
+  }
+  GIN_INFO(INIT, "rank %d: communicator aborted", comm->rank);
+  return GIN_SUCCESS;
+}
+
+static const char *dev_kind_name(int64_t kind) {
+  switch (kind) {
+  case GIN_DEVERR_TIMEOUT_SIGNAL: return "signal";
+  case GIN_DEVERR_TIMEOUT_COUNTER: return "counter";
+  case GIN_DEVERR_TIMEOUT_BARRIER: return "barrier slot";
+  default: return "object";
+  }
+}
+
+/* Turns a device error record into a result and a message. */
+static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
+  unsigned long long exp = e->expected, seen = e->seen, a0 = e->arg0,
+                     a1 = e->arg1;
+  long long id = e->id, peer = e->peer;
+  int r = e->rank;
+  switch (e->kind) {
+  case GIN_DEVERR_TIMEOUT_SIGNAL:
+  case GIN_DEVERR_TIMEOUT_COUNTER:
+  case GIN_DEVERR_TIMEOUT_BARRIER:
+    return GIN_ERROR(GIN_ERR_TIMEOUT,
+                     "rank %d: device wait on %s %lld timed out after %llu ms: "
+                     "waited for >= %llu, saw %llu",
+                     r, dev_kind_name(e->kind), id, a0 / 1000000ull, exp, seen);
+  case GIN_DEVERR_ABORTED: {
+    uint32_t who = __atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE);
+    return GIN_ERROR(GIN_ERR_ABORTED,
+                     "rank %d: device wait on %s %lld (waiting for >= %llu, "
+                     "saw %llu) stopped: communicator aborted by rank %d",
+                     r, dev_kind_name((int64_t)a0), id, exp, seen,
+                     (int)who - 1);
+  }
+  case GIN_DEVERR_BAD_PEER:
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: peer %lld is outside team %lld (size %llu)", r,
+                     peer, id, a0);
+  case GIN_DEVERR_BAD_WINDOW:
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: window handle {idx %lld, gen %llu} (peer %lld) "
+                     "is not a registered window%s",
+                     r, id, a0, peer,
+                     (uint64_t)id < c->max_windows ? " (deregistered?)"
+                                                   : " (index out of range)");
+  case GIN_DEVERR_BAD_RANGE: {
+    unsigned long long wsize =
+        (uint64_t)id < c->max_windows ? (unsigned long long)c->wins[id].size : 0;
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: offset %llu + %llu bytes is outside window %lld "
+                     "of %llu bytes (peer %lld)",
+                     r, a0, a1, id, wsize, peer);
+  }
+  case GIN_DEVERR_BAD_SIGNAL:
+    if (a1 == 1)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: remote action kind %llu is not a signal "
+                       "action (peer %lld)",
+                       r, a0, peer);
+    if (a1 == 2)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: gin_signal to peer %lld without a signal "
+                       "action",
+                       r, peer);
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: signal %lld outside [0, %llu) (peer %lld)", r,
+                     id, a0, peer);
+  case GIN_DEVERR_BAD_COUNTER:
+    return GIN_ERROR(GIN_ERR_INVALID, "rank %d: counter %lld outside [0, %llu)%s",
+                     r, id, a0, a1 == 1 ? " or bad local action kind" : "");
+  case GIN_DEVERR_BAD_CONTEXT:
+    return GIN_ERROR(GIN_ERR_INVALID, "rank %d: context %lld outside [0, %llu)",
+                     r, id, a0);
+  case GIN_DEVERR_SIGNAL_MIX:
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: signal %lld at rank %lld was updated with %s and "
+                     "now with %s; use one kind between resets",
+                     r, id, peer, a0 == 1 ? "SIGNAL_INC" : "SIGNAL_ADD",
+                     a1 == 1 ? "SIGNAL_INC" : "SIGNAL_ADD");
+  case GIN_DEVERR_BAD_BARRIER:
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: barrier slot %lld outside [0, %llu) or bad team",
+                     r, id, a0);
+  case GIN_DEVERR_UNREACHABLE:
+    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                     "rank %d: peer %lld has no path from this rank (path %llu)",
+                     r, peer, seen);
+  default:
+    return GIN_ERROR(GIN_ERR_INTERNAL, "rank %d: unknown device error kind %d",
+                     r, (int)e->kind);
+  }
+}
+
+gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
+  GIN_CHECK(comm_find(comm, "gin_comm_get_async_error"));
+  const gin_dev_error_t *e = &comm->ctrl->err;
+  if (__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE))
+    return dev_error_report(comm, e);
+  uint32_t who = __atomic_load_n(&comm->ctrl->abort, __ATOMIC_ACQUIRE);
+  if (who)
+    return GIN_ERROR(GIN_ERR_ABORTED, "rank %d: communicator aborted by rank %d%s",
+                     comm->rank, (int)who - 1,
+                     (int)who - 1 == comm->rank ? " (gin_comm_abort)" : "");
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out) {
+  GIN_CHECK(comm_find(comm, "gin_comm_rank"));
+  GIN_ARG_CHECK(rank_out, "gin_comm_rank: rank_out is NULL");
+  *rank_out = comm->rank;
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_comm_size(gin_comm_t comm, int *nranks_out) {
+  GIN_CHECK(comm_find(comm, "gin_comm_size"));
+  GIN_ARG_CHECK(nranks_out, "gin_comm_size: nranks_out is NULL");
+  *nranks_out = comm->nranks;
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_comm_barrier(gin_comm_t comm) {
+  GIN_CHECK(gin_comm_check_(comm, "gin_comm_barrier"));
+  return gin_bs_barrier(comm->bs);
+}
+
+gin_result_t gin_comm_allgather(gin_comm_t comm, const void *sendbuf,
+                                void *recvbuf, size_t bytes) {
+  GIN_CHECK(gin_comm_check_(comm, "gin_comm_allgather"));
+  GIN_ARG_CHECK(sendbuf && recvbuf, "gin_comm_allgather: %s is NULL",
+                sendbuf ? "recvbuf" : "sendbuf");
+  char *mine = (char *)recvbuf + (size_t)comm->rank * bytes;
+  if (mine != sendbuf) memmove(mine, sendbuf, bytes);
+  return gin_bs_allgather(comm->bs, recvbuf, bytes);
+}

@@ -1,0 +1,96 @@
+/*
+ * Communicator internals shared by comm.c, window.c, devcomm.c and mem.c.
+ */
+#ifndef GIN_CORE_COMM_H
+#define GIN_CORE_COMM_H
+
+#include "arch/arch.h"
+#include "core/bootstrap.h"
+#include "gin/gin.h"
+
+#define GIN_HOSTID_BYTES 96
+
+/* What every rank tells every other at init. */
+typedef struct gin_peer_info {
+  char hostid[GIN_HOSTID_BYTES];
+  int32_t pid;
+  int32_t rank;
+  gin_arch_devinfo_t dev;
+  gin_arch_handle_t ctrl; /* control page */
+} gin_peer_info_t;
+
+/* One registered window, host side. */
+typedef struct gin_win_slot {
+  int live;
+  uint32_t gen;
+  void *ptr;          /* local memory */
+  size_t size;
+  char **bases;       /* [nranks] host mirror of the device base table */
+  void **import_ptr;  /* [nranks] peer allocations mapped here */
+  void **import_cookie;
+  size_t *import_size;
+  int internal;       /* owned by a devcomm */
+} gin_win_slot_t;
+
+typedef struct gin_devcomm_res gin_devcomm_res_t;
+
+struct gin_comm {
+  uint64_t magic;
+  int rank, nranks;
+  int64_t timeout_ms;
+  gin_bs_t *bs;
+  gin_peer_info_t *peers;   /* [nranks] */
+  uint8_t *path;            /* [nranks] GIN_PATH_* (host) */
+  uint8_t *path_dev;        /* device copy */
+  int lsa_size, lsa_rank;
+  int *lsa_ranks;           /* host */
+  int *lsa_ranks_dev;
+  /* control pages: ours, and mapped peers' (lsa) */
+  gin_ctrl_t *ctrl;         /* host view */
+  gin_ctrl_t *ctrl_dev;     /* device view */
+  void *ctrl_cookie;
+  gin_ctrl_t **peer_ctrl;       /* [nranks] host views (NULL: none) */
+  gin_ctrl_t **peer_ctrl_devtab; /* device array [nranks] of device views */
+  void **peer_ctrl_cookie;
+  /* windows */
+  uint32_t max_windows;
+  gin_win_slot_t *wins;          /* [max_windows] */
+  gin_dev_window_t *wins_dev;    /* device table [max_windows] */
+  char **bases_dev;              /* device [max_windows * nranks] */
+  /* device communicators */
+  gin_devcomm_res_t *devcomms;
+  uint64_t next_devcomm_id;
+  struct gin_comm *next_live;
+};
+
+/* Looks comm up among live communicators (never dereferences a dead
+ * pointer). GIN_ERR_STATE with a message naming `fn` if it is not live;
+ * GIN_ERR_ABORTED if it was aborted (message says by whom and why). */
+gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn);
+/* Like gin_comm_check_ but succeeds on aborted communicators. */
+gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn);
+
+/* Allocation registry (mem.c). */
+typedef struct gin_alloc_info {
+  void *base;
+  size_t size;
+  gin_arch_handle_t handle;
+} gin_alloc_info_t;
+/* Finds the gin_mem_alloc allocation holding [ptr, ptr+size). */
+gin_result_t gin_mem_lookup_(const void *ptr, size_t size,
+                             gin_alloc_info_t *out);
+/* Window references keep an allocation from being freed. */
+void gin_mem_ref_(void *base, int delta);
+
+/* Windows (window.c). */
+gin_result_t gin_window_init_(gin_comm_t comm);
+void gin_window_fini_(gin_comm_t comm);
+gin_result_t gin_window_register_(gin_comm_t comm, void *ptr, size_t size,
+                                  int internal, gin_window_t *win_out);
+gin_result_t gin_window_deregister_(gin_comm_t comm, gin_window_t win,
+                                    int internal);
+
+/* Device communicators (devcomm.c). */
+void gin_devcomm_fini_(gin_comm_t comm);
+
+#endif

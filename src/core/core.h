@@ -1,0 +1,113 @@
+/*
+ * Core internals shared by src/core, src/arch and the tools: logging,
+ * errors, check macros, settings, time. The lowest layer of the host
+ * library: it includes nothing from proxy/, transport/ or ep/.
+ */
+#ifndef GIN_CORE_H
+#define GIN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gin/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- log */
+
+enum { GIN_LOG_NONE = 0, GIN_LOG_WARN = 1, GIN_LOG_INFO = 2, GIN_LOG_TRACE = 3 };
+
+/* Subsystems for GIN_DEBUG_SUBSYS (comma separated names, or ALL). */
+enum {
+  GIN_SUB_INIT = 1u << 0,
+  GIN_SUB_BOOTSTRAP = 1u << 1,
+  GIN_SUB_MEM = 1u << 2,
+  GIN_SUB_WINDOW = 1u << 3,
+  GIN_SUB_DEVCOMM = 1u << 4,
+  GIN_SUB_PROXY = 1u << 5,
+  GIN_SUB_NET = 1u << 6,
+  GIN_SUB_ENV = 1u << 7,
+  GIN_SUB_ALL = 0xffffffffu
+};
+
+int gin_log_enabled(int level, unsigned subsys);
+void gin_log(int level, unsigned subsys, const char *file, int line,
+             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define GIN_LOG_(lvl, sub, ...)                                                \
+  do {                                                                         \
+    if (gin_log_enabled(lvl, GIN_SUB_##sub))                                   \
+      gin_log(lvl, GIN_SUB_##sub, __FILE__, __LINE__, __VA_ARGS__);            \
+  } while (0)
+#define GIN_WARN(sub, ...) GIN_LOG_(GIN_LOG_WARN, sub, __VA_ARGS__)
+#define GIN_INFO(sub, ...) GIN_LOG_(GIN_LOG_INFO, sub, __VA_ARGS__)
+#define GIN_TRACE(sub, ...) GIN_LOG_(GIN_LOG_TRACE, sub, __VA_ARGS__)
+
+/* ------------------------------------------------------------- errors */
+
+/* Records `res` with a formatted message as this thread's last error, logs
+ * it at WARN (the first place that sees an error calls this), returns res. */
+gin_result_t gin_error(gin_result_t res, const char *file, int line,
+                       const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define GIN_ERROR(res, ...) gin_error(res, __FILE__, __LINE__, __VA_ARGS__)
+
+/* Propagate an error already recorded by the callee. */
+#define GIN_CHECK(call)                                                        \
+  do {                                                                         \
+    gin_result_t gin_r_ = (call);                                              \
+    if (gin_r_ != GIN_SUCCESS) return gin_r_;                                  \
+  } while (0)
+#define GIN_CHECK_GOTO(call, res, label)                                       \
+  do {                                                                         \
+    (res) = (call);                                                            \
+    if ((res) != GIN_SUCCESS) goto label;                                      \
+  } while (0)
+#define GIN_ARG_CHECK(cond, ...)                                               \
+  do {                                                                         \
+    if (!(cond)) return GIN_ERROR(GIN_ERR_INVALID, __VA_ARGS__);               \
+  } while (0)
+
+/* ----------------------------------------------------------- settings */
+
+typedef struct gin_param {
+  const char *name; /* full variable name, GIN_... */
+  const char *def;  /* default, as text */
+  const char *help;
+  const char *value; /* cached: the environment's or def */
+  int loaded;
+  struct gin_param *next;
+} gin_param_t;
+
+void gin_param_register(gin_param_t *p);
+const char *gin_param_str(gin_param_t *p);
+int64_t gin_param_int(gin_param_t *p);
+
+/* Declares setting GIN_<NAME> once, next to its use: defines
+ * `static int64_t fn(void)` (or `const char *fn(void)` for _STR) that reads
+ * and caches the variable, and registers it for gin_param_info. */
+#define GIN_PARAM_DECL_(fn, NAME, def, help)                                   \
+  static gin_param_t fn##_param_ = {"GIN_" NAME, def, help, NULL, 0, NULL};    \
+  __attribute__((constructor)) static void fn##_register_(void) {              \
+    gin_param_register(&fn##_param_);                                          \
+  }
+#define GIN_PARAM_INT(fn, NAME, def, help)                                     \
+  GIN_PARAM_DECL_(fn, NAME, #def, help)                                        \
+  static int64_t fn(void) { return gin_param_int(&fn##_param_); }
+#define GIN_PARAM_STR(fn, NAME, def, help)                                     \
+  GIN_PARAM_DECL_(fn, NAME, def, help)                                         \
+  static const char *fn(void) { return gin_param_str(&fn##_param_); }
+
+/* GIN_TIMEOUT_MS: the bound on every wait (bootstrap, host, device). */
+int64_t gin_timeout_ms(void);
+
+/* --------------------------------------------------------------- time */
+
+uint64_t gin_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

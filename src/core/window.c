@@ -1,0 +1,254 @@
+/*
+ * Windows: collective, symmetric registration of gin_mem_alloc memory.
+ * Each slot of the table has a host mirror and a device copy
+ * (gin_dev_window_t + a base pointer per rank) that kernels read.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+
+GIN_PARAM_INT(param_max_windows, "MAX_WINDOWS", 64,
+              "window table slots per communicator (device communicators use "
+              "one each)")
+
+/* What every rank says about a registration. */
+typedef struct win_rec {
+  int32_t status;  /* GIN_SUCCESS or the local error */
+  uint32_t slot;
+  uint64_t size;
+  uint64_t offset; /* of ptr inside its allocation */
+  uint64_t alloc_size;
+  gin_arch_handle_t handle;
+} win_rec_t;
+
+gin_result_t gin_window_init_(gin_comm_t c) {
+  int64_t m = param_max_windows();
+  if (m < 4 || m > 65536)
+    return GIN_ERROR(GIN_ERR_INVALID, "GIN_MAX_WINDOWS=%lld outside [4, 65536]",
+                     (long long)m);
+  c->max_windows = (uint32_t)m;
+  size_t n = (size_t)c->nranks;
+  c->wins = (gin_win_slot_t *)calloc(m, sizeof *c->wins);
+  if (!c->wins) return GIN_ERROR(GIN_ERR_NOMEM, "window table");
+  for (uint32_t i = 0; i < c->max_windows; i++) {
+    gin_win_slot_t *w = &c->wins[i];
+    w->gen = 1;
+    w->bases = (char **)calloc(n, sizeof(char *));
+    w->import_ptr = (void **)calloc(n, sizeof(void *));
+    w->import_cookie = (void **)calloc(n, sizeof(void *));
+    w->import_size = (size_t *)calloc(n, sizeof(size_t));
+    if (!w->bases || !w->import_ptr || !w->import_cookie || !w->import_size)
+      return GIN_ERROR(GIN_ERR_NOMEM, "window table");
+  }
+  GIN_CHECK(gin_arch_dev_alloc(sizeof(gin_dev_window_t) * (size_t)m,
+                               (void **)&c->wins_dev));
+  GIN_CHECK(gin_arch_dev_alloc(sizeof(char *) * (size_t)m * n,
+                               (void **)&c->bases_dev));
+  /* Device entries start retired with their generation, base tables set. */
+  gin_dev_window_t *tab = (gin_dev_window_t *)calloc(m, sizeof *tab);
+  if (!tab) return GIN_ERROR(GIN_ERR_NOMEM, "window table");
+  for (uint32_t i = 0; i < c->max_windows; i++) {
+    tab[i].gen = c->wins[i].gen;
+    tab[i].base = c->bases_dev + (size_t)i * n;
+  }
+  gin_result_t res =
+      gin_arch_copy(c->wins_dev, tab, sizeof(gin_dev_window_t) * (size_t)m);
+  free(tab);
+  return res;
+}
+
+/* Writes slot i's host mirror to the device copy. */
+static gin_result_t slot_publish(gin_comm_t c, uint32_t i) {
+  gin_win_slot_t *w = &c->wins[i];
+  size_t n = (size_t)c->nranks;
+  GIN_CHECK(gin_arch_copy(c->bases_dev + (size_t)i * n, w->bases,
+                          n * sizeof(char *)));
+  gin_dev_window_t d;
+  memset(&d, 0, sizeof d);
+  d.size = w->size;
+  d.gen = w->gen;
+  d.live = (uint32_t)w->live;
+  d.base = c->bases_dev + (size_t)i * n;
+  return gin_arch_copy(&c->wins_dev[i], &d, sizeof d);
+}
+
+static void slot_unmap(gin_comm_t c, gin_win_slot_t *w) {
+  for (int r = 0; r < c->nranks; r++) {
+    if (w->import_ptr[r])
+      gin_arch_shm_unimport(w->import_ptr[r], w->import_size[r],
+                            w->import_cookie[r]);
+    w->import_ptr[r] = NULL;
+    w->bases[r] = NULL;
+  }
+}
+
+/* Maps every load/store peer's part of a registration into this rank. */
+static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
+                             const win_rec_t *recs) {
+  for (int r = 0; r < c->nranks; r++) {
+    if (c->path[r] == GIN_PATH_SELF) {
+      w->bases[r] = (char *)w->ptr;
+    } else if (c->path[r] == GIN_PATH_DIRECT) {
+      void *p = NULL;
+      gin_result_t res = gin_arch_shm_import(&recs[r].handle,
+                                             recs[r].alloc_size, &p,
+                                             &w->import_cookie[r]);
+      if (res != GIN_SUCCESS) {
+        slot_unmap(c, w);
+        return GIN_ERROR(res, "window: rank %d cannot map rank %d's window: %s",
+                         c->rank, r, gin_last_error());
+      }
+      w->import_ptr[r] = p;
+      w->import_size[r] = recs[r].alloc_size;
+      w->bases[r] = (char *)p + recs[r].offset;
+    }
+  }
+  return GIN_SUCCESS;
+}
+
+/* Checks that every rank agreed; names the first disagreement. */
+static gin_result_t recs_agree(gin_comm_t c, const win_rec_t *recs) {
+  for (int r = 0; r < c->nranks; r++)
+    if (recs[r].status != GIN_SUCCESS)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "gin_window_register: rank %d failed its part (%s)", r,
+                       gin_strerror(recs[r].status));
+  for (int r = 1; r < c->nranks; r++) {
+    if (recs[r].size != recs[0].size)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "gin_window_register: sizes differ: rank 0 registers "
+                       "%llu bytes, rank %d %llu (windows are symmetric)",
+                       (unsigned long long)recs[0].size, r,
+                       (unsigned long long)recs[r].size);
+    if (recs[r].slot != recs[0].slot)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "gin_window_register: ranks disagree on the window "
+                       "slot (rank 0: %u, rank %d: %u): register and "
+                       "deregister in the same order on every rank",
+                       recs[0].slot, r, recs[r].slot);
+  }
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
+                                  int internal, gin_window_t *win_out) {
+  win_rec_t *recs = (win_rec_t *)calloc((size_t)c->nranks, sizeof *recs);
+  if (!recs) return GIN_ERROR(GIN_ERR_NOMEM, "window registration");
+  win_rec_t *me = &recs[c->rank];
+  gin_alloc_info_t info;
+  uint32_t slot = 0;
+  while (slot < c->max_windows && c->wins[slot].live) slot++;
+  me->slot = slot;
+  me->size = size;
+  if (!ptr || size == 0)
+    me->status = GIN_ERROR(GIN_ERR_INVALID,
+                           "gin_window_register: rank %d: %s", c->rank,
+                           !ptr ? "ptr is NULL" : "size is 0");
+  else if (slot == c->max_windows)
+    me->status = GIN_ERROR(GIN_ERR_AGAIN,
+                           "gin_window_register: rank %d: all %u window slots "
+                           "in use (GIN_MAX_WINDOWS)",
+                           c->rank, c->max_windows);
+  else if ((me->status = gin_mem_lookup_(ptr, size, &info)) == GIN_SUCCESS) {
+    me->offset = (uint64_t)((char *)ptr - (char *)info.base);
+    me->alloc_size = info.size;
+    me->handle = info.handle;
+  }
+  gin_result_t local = me->status;
+  /* Everyone exchanges, also a rank that failed, so all fail together. */
+  gin_result_t res = gin_bs_allgather(c->bs, recs, sizeof *recs);
+  if (res == GIN_SUCCESS) res = local;
+  if (res == GIN_SUCCESS) res = recs_agree(c, recs);
+  gin_win_slot_t *w = &c->wins[slot];
+  if (res == GIN_SUCCESS) {
+    w->ptr = ptr;
+    w->size = size;
+    w->internal = internal;
+    res = slot_map(c, w, recs);
+  }
+  if (res == GIN_SUCCESS) {
+    w->live = 1;
+    res = slot_publish(c, slot);
+    if (res != GIN_SUCCESS) {
+      w->live = 0;
+      slot_unmap(c, w);
+    }
+  }
+  free(recs);
+  if (res != GIN_SUCCESS) return res;
+  gin_mem_ref_(info.base, +1);
+  GIN_INFO(WINDOW, "rank %d: window %u (gen %u) %zu bytes at %p", c->rank,
+           slot, w->gen, size, ptr);
+  win_out->idx = slot;
+  win_out->gen = w->gen;
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_window_register(gin_comm_t comm, void *ptr, size_t size,
+                                 gin_window_t *win_out) {
+  GIN_CHECK(gin_comm_check_(comm, "gin_window_register"));
+  GIN_ARG_CHECK(win_out, "gin_window_register: win_out is NULL");
+  return gin_window_register_(comm, ptr, size, 0, win_out);
+}
+
+static gin_result_t slot_retire(gin_comm_t c, uint32_t i) {
+  gin_win_slot_t *w = &c->wins[i];
+  gin_alloc_info_t info;
+  if (gin_mem_lookup_(w->ptr, w->size, &info) == GIN_SUCCESS)
+    gin_mem_ref_(info.base, -1);
+  slot_unmap(c, w);
+  w->live = 0;
+  w->gen++;
+  if (w->gen == 0) w->gen = 1;
+  w->ptr = NULL;
+  w->size = 0;
+  return slot_publish(c, i);
+}
+
+gin_result_t gin_window_deregister_(gin_comm_t c, gin_window_t win,
+                                    int internal) {
+  int32_t *st = (int32_t *)calloc((size_t)c->nranks, sizeof *st);
+  if (!st) return GIN_ERROR(GIN_ERR_NOMEM, "window deregistration");
+  gin_result_t local = GIN_SUCCESS;
+  if (win.idx >= c->max_windows || !c->wins[win.idx].live ||
+      c->wins[win.idx].gen != win.gen || c->wins[win.idx].internal != internal)
+    local = GIN_ERROR(GIN_ERR_INVALID,
+                      "gin_window_deregister: rank %d: {idx %u, gen %u} is not "
+                      "a live window (deregistered twice?)",
+                      c->rank, win.idx, win.gen);
+  st[c->rank] = local;
+  /* Collective: nobody unmaps while a peer may still be registering. */
+  gin_result_t res = gin_bs_allgather(c->bs, st, sizeof *st);
+  if (res == GIN_SUCCESS) res = local;
+  for (int r = 0; res == GIN_SUCCESS && r < c->nranks; r++)
+    if (st[r] != GIN_SUCCESS)
+      res = GIN_ERROR(GIN_ERR_INVALID,
+                      "gin_window_deregister: rank %d passed a handle that is "
+                      "not a live window",
+                      r);
+  free(st);
+  if (res != GIN_SUCCESS) return res;
+  return slot_retire(c, win.idx);
+}
+
+gin_result_t gin_window_deregister(gin_comm_t comm, gin_window_t win) {
+  GIN_CHECK(gin_comm_check_live_(comm, "gin_window_deregister"));
+  return gin_window_deregister_(comm, win, 0);
+}
+
+void gin_window_fini_(gin_comm_t c) {
+  if (!c->wins) return;
+  for (uint32_t i = 0; i < c->max_windows; i++) {
+    gin_win_slot_t *w = &c->wins[i];
+    if (w->live) slot_retire(c, i);
+    free(w->bases);
+    free(w->import_ptr);
+    free(w->import_cookie);
+    free(w->import_size);
+  }
+  free(c->wins);
+  c->wins = NULL;
+  gin_arch_dev_free(c->wins_dev);
+  gin_arch_dev_free(c->bases_dev);
+}

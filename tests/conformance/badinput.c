@@ -1,0 +1,306 @@
+/*
+ * Bad input: every public call with bad arguments gets a clear error that
+ * names what was wrong, and nothing is written. Device-side misuse (bad
+ * peer, range, window, signal, counter, context, inc/add mixing), bounded
+ * waits (timeout) and gin_comm_abort from another thread are each run on a
+ * fresh sub-communicator, since they abort it.
+ * Run with ginrun -n N (N >= 2). Exit 0 pass, 1 fail.
+ */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "test_common.h"
+
+#define WIN 4096
+
+enum {
+  C_PEER, C_RANGE, C_WINDOW, C_DEREG, C_SIGNAL, C_COUNTER, C_CONTEXT,
+  C_MIX, C_TIMEOUT, C_ABORT, C_NCASES
+};
+static const char *case_names[C_NCASES] = {
+    "bad peer", "offset+size past window", "stale window handle",
+    "deregistered window", "signal id out of range", "counter id out of range",
+    "context out of range", "signal inc/add mixing", "wait timeout",
+    "abort from another thread"};
+/* What the failing rank's message must contain. */
+static const char *case_words[C_NCASES] = {
+    "outside team", "outside window", "not a registered window",
+    "not a registered window", "signal 64 outside", "counter 9999 outside",
+    "context 99 outside", "SIGNAL_INC", "timed out", "aborted by rank"};
+static const gin_result_t case_codes[C_NCASES] = {
+    GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID,
+    GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID,
+    GIN_ERR_TIMEOUT, GIN_ERR_ABORTED};
+
+typedef struct args {
+  gin_devcomm_t dc;
+  gin_window_t win, stale;
+  int which;
+  int *rc_out; /* gin memory */
+} args_t;
+
+GIN_KERNEL(k_bad, args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  gin_coop_t c = GIN_COOP_THREAD;
+  int rc = GIN_SUCCESS, peer = 1;
+  if (dc->rank == 0) {
+    switch (args.which) {
+    case C_PEER:
+      rc = gin_put(dc, 0, world, dc->nranks, args.win, 0, args.win, 0, 8,
+                   gin_remote_none(), gin_local_none(), c);
+      break;
+    case C_RANGE:
+      rc = gin_put(dc, 0, world, peer, args.win, WIN - 8, args.win, 0, 16,
+                   gin_remote_signal_inc(0), gin_local_none(), c);
+      break;
+    case C_WINDOW:
+    case C_DEREG:
+      rc = gin_put(dc, 0, world, peer, args.stale, 0, args.win, 0, 8,
+                   gin_remote_none(), gin_local_none(), c);
+      break;
+    case C_SIGNAL:
+      rc = gin_put(dc, 0, world, peer, args.win, 0, args.win, 0, 8,
+                   gin_remote_signal_inc(64), gin_local_none(), c);
+      break;
+    case C_COUNTER:
+      rc = gin_put(dc, 0, world, peer, args.win, 0, args.win, 0, 8,
+                   gin_remote_none(), gin_local_counter_inc(9999), c);
+      break;
+    case C_CONTEXT:
+      rc = gin_put(dc, 99, world, peer, args.win, 0, args.win, 0, 8,
+                   gin_remote_none(), gin_local_none(), c);
+      break;
+    case C_MIX:
+      rc = gin_signal(dc, 0, world, peer, gin_remote_signal_inc(3), c);
+      if (rc == GIN_SUCCESS)
+        rc = gin_signal(dc, 0, world, peer, gin_remote_signal_add(3, 5), c);
+      break;
+    case C_TIMEOUT:
+    case C_ABORT:
+      rc = gin_signal_wait(dc, 7, 1, c);
+      break;
+    }
+  }
+  *args.rc_out = rc;
+}
+
+typedef struct sub {
+  gin_comm_t comm;
+  gin_devcomm_t dc;
+  void *mem;
+  gin_window_t win;
+} sub_t;
+
+/* A fresh communicator over the same ranks, its uid made by rank 0 and
+ * handed over through the world communicator. */
+static void sub_init(gin_comm_t world, int rank, int nranks, int timeout_ms,
+                     sub_t *s) {
+  gin_unique_id_t *ids = (gin_unique_id_t *)calloc((size_t)nranks, sizeof *ids);
+  gin_unique_id_t mine;
+  memset(&mine, 0, sizeof mine);
+  if (rank == 0) TCHECK(gin_get_unique_id(nranks, &mine));
+  TCHECK(gin_comm_allgather(world, &mine, ids, sizeof mine));
+  gin_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.size = sizeof cfg;
+  cfg.timeout_ms = timeout_ms;
+  TCHECK(gin_comm_init(&s->comm, nranks, rank, &ids[0], &cfg));
+  free(ids);
+  TCHECK(gin_mem_alloc(WIN, &s->mem));
+  TCHECK(gin_window_register(s->comm, s->mem, WIN, &s->win));
+  gin_devcomm_reqs_t reqs;
+  memset(&reqs, 0, sizeof reqs);
+  reqs.signals = 64;
+  reqs.counters = 16;
+  reqs.contexts = 4;
+  TCHECK(gin_devcomm_create(s->comm, &reqs, &s->dc));
+}
+
+static void sub_fini(sub_t *s) {
+  /* The sub-communicator is aborted: tear down locally. */
+  TCHECK(gin_comm_destroy(s->comm));
+  TCHECK(gin_mem_free(s->mem));
+}
+
+typedef struct aborter {
+  gin_comm_t comm;
+  int delay_ms;
+} aborter_t;
+
+static void *abort_later(void *p) {
+  aborter_t *a = (aborter_t *)p;
+  usleep((useconds_t)a->delay_ms * 1000);
+  gin_comm_abort(a->comm);
+  return NULL;
+}
+
+static int device_case(gin_comm_t world, int rank, int nranks, int which) {
+  sub_t s;
+  memset(&s, 0, sizeof s);
+  int timeout = which == C_TIMEOUT ? 300 : 60000;
+  sub_init(world, rank, nranks, timeout, &s);
+  int *rc_dev = NULL;
+  TCHECK(gin_mem_alloc(sizeof(int), (void **)&rc_dev));
+  args_t a;
+  memset(&a, 0, sizeof a);
+  a.dc = s.dc;
+  a.win = s.win;
+  a.stale = s.win;
+  a.stale.gen += 7;
+  a.which = which;
+  a.rc_out = rc_dev;
+  if (which == C_DEREG) {
+    void *m2 = NULL;
+    TCHECK(gin_mem_alloc(WIN, &m2));
+    gin_window_t w2;
+    TCHECK(gin_window_register(s.comm, m2, WIN, &w2));
+    TCHECK(gin_window_deregister(s.comm, w2));
+    TCHECK(gin_mem_free(m2));
+    a.stale = w2;
+  }
+  pthread_t th;
+  aborter_t ab = {s.comm, 200};
+  if (which == C_ABORT && rank == 0) pthread_create(&th, NULL, abort_later, &ab);
+  uint64_t t0 = (uint64_t)time(NULL);
+  gin_result_t lrc = gin_launch(k_bad, 1, 1, 0, &a);
+  if (lrc == GIN_SUCCESS) lrc = gin_stream_synchronize(0);
+  uint64_t secs = (uint64_t)time(NULL) - t0;
+  if (which == C_ABORT && rank == 0) pthread_join(th, NULL);
+  TCHECK(lrc);
+  TCHECK(gin_comm_barrier(world));
+  int fails = 0;
+  int rc = 0;
+  TCHECK(gin_mem_copy(&rc, rc_dev, sizeof rc));
+  gin_result_t async = gin_comm_get_async_error(s.comm);
+  const char *msg = gin_last_error();
+  if (rank == 0) {
+    if (rc != case_codes[which] || async != case_codes[which] ||
+        !strstr(msg, case_words[which])) {
+      fprintf(stderr, "rank 0: case '%s': device rc %s, async %s, message '%s' "
+              "(wanted %s and '%s')\n", case_names[which], gin_strerror(rc),
+              gin_strerror(async), msg, gin_strerror(case_codes[which]),
+              case_words[which]);
+      fails++;
+    }
+    if (secs > 20) {
+      fprintf(stderr, "case '%s' took %llu s\n", case_names[which],
+              (unsigned long long)secs);
+      fails++;
+    }
+  } else if (async != GIN_ERR_ABORTED || !strstr(msg, "aborted by rank 0")) {
+    /* Load/store peers learn of the failure through their abort word. */
+    fprintf(stderr, "rank %d: case '%s': async %s '%s' (wanted aborted by "
+            "rank 0)\n", rank, case_names[which], gin_strerror(async), msg);
+    fails++;
+  }
+  /* Nothing was written into any window by a rejected put. */
+  unsigned char buf[WIN];
+  TCHECK(gin_mem_copy(buf, s.mem, WIN));
+  for (int i = 0; i < WIN; i++)
+    if (buf[i] != 0) {
+      fprintf(stderr, "rank %d: case '%s': window byte %d written (%u)\n", rank,
+              case_names[which], i, buf[i]);
+      fails++;
+      break;
+    }
+  /* Later host calls on the aborted communicator fail, naming why. */
+  gin_window_t w;
+  if (gin_window_register(s.comm, s.mem, WIN, &w) == GIN_SUCCESS) fails++;
+  TCHECK(gin_mem_free(rc_dev));
+  sub_fini(&s);
+  TCHECK(gin_comm_barrier(world));
+  return fails;
+}
+
+#define EXPECT(call, code, words)                                              \
+  do {                                                                         \
+    gin_result_t r_ = (call);                                                  \
+    if (r_ != (code) || !strstr(gin_last_error(), (words))) {                  \
+      fprintf(stderr, "rank %d: %s -> %s '%s' (wanted %s, '%s')\n", rank,      \
+              #call, gin_strerror(r_), gin_last_error(), gin_strerror(code),    \
+              words);                                                          \
+      fails++;                                                                 \
+    }                                                                          \
+  } while (0)
+
+static int host_cases(gin_comm_t world, int rank, int nranks) {
+  int fails = 0;
+  gin_comm_t c = NULL;
+  gin_unique_id_t uid;
+  memset(&uid, 0, sizeof uid);
+  EXPECT(gin_comm_init(&c, 0, 0, &uid, NULL), GIN_ERR_INVALID, "nranks 0");
+  EXPECT(gin_comm_init(&c, 2, 2, &uid, NULL), GIN_ERR_INVALID, "rank 2 outside");
+  EXPECT(gin_comm_init(&c, 2, 0, NULL, NULL), GIN_ERR_INVALID, "uid is NULL");
+  EXPECT(gin_unique_id_from_string("zz", &uid), GIN_ERR_INVALID, "");
+  int x = 0;
+  EXPECT(gin_mem_free(&x), GIN_ERR_INVALID, "not an allocation");
+  void *m = NULL;
+  TCHECK(gin_mem_alloc(WIN, &m));
+  gin_window_t w;
+  /* Collective errors: every rank fails, also those whose part was fine. */
+  EXPECT(gin_window_register(world, &x, 8, &w), GIN_ERR_INVALID,
+         "not allocated by gin_mem_alloc");
+  EXPECT(gin_window_register(world, m, WIN + 1, &w), GIN_ERR_INVALID,
+         "runs past its allocation");
+  EXPECT(gin_window_register(world, m, rank == 0 ? 1024 : 2048, &w),
+         GIN_ERR_INVALID, "sizes differ");
+  TCHECK(gin_window_register(world, m, WIN, &w));
+  EXPECT(gin_mem_free(m), GIN_ERR_STATE, "still backs");
+  TCHECK(gin_window_deregister(world, w));
+  EXPECT(gin_window_deregister(world, w), GIN_ERR_INVALID, "not a live window");
+  TCHECK(gin_mem_free(m));
+  EXPECT(gin_mem_free(m), GIN_ERR_INVALID, "freed twice");
+  gin_devcomm_reqs_t reqs;
+  memset(&reqs, 0, sizeof reqs);
+  reqs.signals = -1;
+  gin_devcomm_t dc;
+  EXPECT(gin_devcomm_create(world, &reqs, &dc), GIN_ERR_INVALID,
+         rank == 0 ? "signals -1" : "");
+  reqs.signals = 0;
+  TCHECK(gin_devcomm_create(world, &reqs, &dc));
+  gin_devcomm_t copy = dc;
+  TCHECK(gin_devcomm_destroy(world, &dc));
+  EXPECT(gin_devcomm_destroy(world, &copy), GIN_ERR_INVALID, "not live");
+  sub_t s;
+  memset(&s, 0, sizeof s);
+  sub_init(world, rank, nranks, 5000, &s);
+  TCHECK(gin_comm_destroy(s.comm));
+  EXPECT(gin_comm_destroy(s.comm), GIN_ERR_STATE, "not live");
+  EXPECT(gin_comm_rank(s.comm, &x), GIN_ERR_STATE, "not live");
+  TCHECK(gin_mem_free(s.mem));
+  EXPECT(gin_comm_rank(NULL, &x), GIN_ERR_INVALID, "comm is NULL");
+  return fails;
+}
+
+int main(void) {
+  test_require_device();
+  gin_comm_t world;
+  int rank, nranks;
+  TCHECK(gin_comm_init_from_env(&world, NULL));
+  TCHECK(gin_comm_rank(world, &rank));
+  TCHECK(gin_comm_size(world, &nranks));
+  if (nranks < 2) {
+    printf("SKIP: needs 2 ranks\n");
+    gin_comm_destroy(world);
+    return TEST_SKIP;
+  }
+  int total = 0;
+  int f = host_cases(world, rank, nranks);
+  if (rank == 0) printf("%-32s %s\n", "host API bad arguments", f ? "FAIL" : "ok");
+  total += f;
+  for (int which = 0; which < C_NCASES; which++) {
+    f = device_case(world, rank, nranks, which);
+    if (rank == 0 || f)
+      printf("%-32s %s\n", case_names[which], f ? "FAIL" : "ok");
+    total += f;
+  }
+  int *all = (int *)calloc((size_t)nranks, sizeof(int));
+  TCHECK(gin_comm_allgather(world, &total, all, sizeof(int)));
+  int sum = 0;
+  for (int r = 0; r < nranks; r++) sum += all[r];
+  free(all);
+  TCHECK(gin_comm_destroy(world));
+  if (rank == 0) printf("badinput: %s\n", sum ? "FAILED" : "passed");
+  return sum ? 1 : 0;
+}

@@ -1,0 +1,79 @@
+/*
+ * Helpers for test programs written once for both targets: result checks,
+ * exit codes (0 pass, 1 fail, 77 skip), deterministic patterns shared by
+ * device and host code.
+ */
+#ifndef GIN_TEST_COMMON_H
+#define GIN_TEST_COMMON_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gin/device/gin_device.h"
+#include "gin/gin.h"
+
+#define TEST_SKIP 77
+
+#define TCHECK(call)                                                           \
+  do {                                                                         \
+    gin_result_t r_ = (call);                                                  \
+    if (r_ != GIN_SUCCESS) {                                                   \
+      fprintf(stderr, "FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,  \
+              gin_strerror(r_), gin_last_error());                             \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+#define TASSERT(cond, ...)                                                     \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+/* splitmix64: deterministic pseudo-random numbers on both targets. */
+GIN_HD_FN uint64_t test_mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* Byte i of the payload rank s sends in round k (tag separates tests). */
+GIN_HD_FN unsigned char test_byte(int tag, int s, int k, size_t i) {
+  return (unsigned char)(test_mix(((uint64_t)tag << 56) ^ ((uint64_t)s << 40) ^
+                                  ((uint64_t)k << 32) ^ (i >> 3)) >>
+                         ((i & 7) * 8));
+}
+
+/* Skips (exit 77) on the cuda target when no GPU is present. */
+#if GIN_ARCH_CUDA
+static inline void test_require_device(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    printf("SKIP: no CUDA device\n");
+    exit(TEST_SKIP);
+  }
+}
+#else
+static inline void test_require_device(void) {}
+#endif
+
+/* Threads per block for a coop kind on this target. */
+static inline int test_block_threads(gin_coop_t coop) {
+#if GIN_ARCH_CUDA
+  return coop == GIN_COOP_THREAD ? 1 : coop == GIN_COOP_WARP ? 32 : 128;
+#else
+  return 1;
+#endif
+}
+
+static inline const char *test_coop_name(gin_coop_t c) {
+  return c == GIN_COOP_THREAD ? "thread" : c == GIN_COOP_WARP ? "warp" : "block";
+}
+
+#endif
