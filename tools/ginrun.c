@@ -468,9 +468,9 @@ int main(int argc, char **argv) {
   for (; started < job.nranks; started++)
     if (ginrun_spawn(&job, started, path, prog_argv, envs[started]) != 0)
       break;
-  if (started < job.nranks) {
-    ginrun_signal_job(&job, SIGKILL);
-    job.exit_code = 1;
+  if (started < job.nranks) { /* reported; take down those started */
+    ginrun_stop(&job, SIGKILL, 1);
+    job.killed = 1;
   }
   job.nranks = started;
   if (started > 0) ginrun_loop(&job);

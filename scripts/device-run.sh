@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build the cuda target, run the conformance
+# suite with 2, 4 and 8 ranks on the one GPU under MPS, the bad-input suite,
+# the demo, and compute-sanitizer memcheck on one configuration.
+# Logs go to $OUT (or ./device-out). Usage: scripts/device-run.sh
+set -u
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+nvidia-smi -L | tee "$OUT/gpu.txt"
+log "build $(date -u +%FT%TZ)"
+cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 >>"$OUT/build.log" 2>&1 \
+  || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
+
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+nvidia-cuda-mps-control -d && log "MPS started"
+export GIN_TIMEOUT_MS=60000 NCCL_NVLS_ENABLE=0
+R=build-dev/ginrun
+T=build-dev/tests/conformance
+
+run() { # name, command...
+  local name=$1; shift
+  local t0=$(date +%s.%N)
+  timeout 300 "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  local t1=$(date +%s.%N)
+  log "$name: rc=$rc ($(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s)"
+  tail -4 "$OUT/$name.log" | sed 's/^/    /' | tee -a "$OUT/summary.txt"
+}
+
+for n in 2 4 8; do run conformance_cuda_$n $R -n $n --timeout 280 $T/conformance_cuda; done
+run badinput_cuda_2 $R -n 2 --timeout 280 $T/badinput_cuda
+run badinput_cuda_4 $R -n 4 --timeout 280 $T/badinput_cuda
+run demo_cuda_4 $R -n 4 --timeout 100 build-dev/gin_demo_cuda
+run demo_cuda_2 $R -n 2 --timeout 100 build-dev/gin_demo_cuda
+# Host target on the same machine, for comparison.
+run conformance_host_4 $R -n 4 --timeout 280 $T/conformance_host
+
+# compute-sanitizer memcheck: under MPS if it is accepted there, else
+# without MPS (kernels of the two ranks then time-slice: slow, still bounded).
+run memcheck_mps_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $T/conformance_cuda
+echo quit | nvidia-cuda-mps-control; sleep 1
+if ! grep -q "ERROR SUMMARY: 0 errors" "$OUT/memcheck_mps_2.log"; then
+  run memcheck_nomps_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $T/conformance_cuda
+fi
+log "done $(date -u +%FT%TZ)"
+cat "$OUT/summary.txt"
