@@ -5,6 +5,8 @@
 # Logs go to $OUT (or ./device-out). Usage: scripts/device-run.sh
 set -u
 OUT=${OUT:-$PWD/device-out}
+FINAL=$OUT
+OUT=$FINAL/logs   # everything lands here; packed into logs.tgz at the end
 mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
@@ -47,4 +49,6 @@ if ! grep -q "ERROR SUMMARY: 0 errors" "$OUT/memcheck_mps_2.log"; then
   run memcheck_nomps_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $T/conformance_cuda
 fi
 log "done $(date -u +%FT%TZ)"
-cat "$OUT/summary.txt"
+cp "$OUT/summary.txt" "$FINAL/summary.txt"
+tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+cat "$FINAL/summary.txt"

@@ -33,7 +33,7 @@
 
 #include "gin/gin.h"
 
-#define GINRUN_LINE_MAX 8192  /* longer lines are forwarded in pieces */
+#define GINRUN_LINE_MAX 65536 /* longer lines are forwarded in pieces */
 #define GINRUN_GRACE_MS 2000  /* SIGTERM -> SIGKILL */
 #define GINRUN_DRAIN_MS 1000  /* output still read after the last exit */
 
@@ -191,7 +191,7 @@ static void ginrun_write(int fd, const char *buf, size_t len) {
  * in one write() so lines of different ranks do not interleave. */
 static void ginrun_emit(ginrun_t *job, ginrun_stream_t *s, const char *data,
                         size_t len, int newline) {
-  char out[GINRUN_LINE_MAX + 32];
+  static char out[GINRUN_LINE_MAX + 32];
   size_t k = 0;
   if (!s->midline && job->prefix)
     k = (size_t)snprintf(out, sizeof out, "[%d] ", s->rank);

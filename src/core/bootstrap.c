@@ -781,7 +781,7 @@ static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
   if (io) return bs_io_error(io, bs->timeout_ms, what);
   for (int r = 0; r < n; r++)
     if ((addrs[r].family != AF_INET && addrs[r].family != AF_INET6) ||
-        addrs[r].port == 0)
+        (addrs[r].port == 0 && n > 1))
       return GIN_ERROR(GIN_ERR_PROTOCOL, "%s: bad address of rank %d in the "
                        "table (family %u, port %u)", what, r,
                        addrs[r].family, addrs[r].port);

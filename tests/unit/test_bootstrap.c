@@ -1,0 +1,769 @@
+/*
+ * Bootstrap: hello checks, unique id strings, a 4-rank job (all-gather of
+ * several sizes up to 1 MiB blocks, barriers) while bad clients knock on
+ * the root, duplicate ranks, timeouts, size mismatches, IPv6, and
+ * gin_comm_init_from_env for each launcher (with gin_comm_init stubbed
+ * here, so this test does not depend on comm.c).
+ * Exit 0 pass, 1 fail, 77 skip.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/bootstrap.h"
+#include "gin/gin.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, " (last error: %s)\n", gin_last_error());                \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const uint8_t test_secret[16] = {1, 2,  3,  4,  5,  6,  7,  8,
+                                        9, 10, 11, 12, 13, 14, 15, 16};
+
+/* ------------------------------------------------------------ processes */
+
+typedef int (*child_fn)(int rank, void *arg);
+
+/* Runs fn(rank, arg) in a child (bounded by alarm); its exit code is 0 if
+ * fn returned 0 and no CHECK failed. */
+static pid_t spawn(child_fn fn, int rank, void *arg) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    failures = 0;
+    alarm(60);
+    int rc = fn(rank, arg);
+    fflush(NULL);
+    _exit(rc || failures ? 1 : 0);
+  }
+  CHECK(pid > 0, "fork: %s", strerror(errno));
+  return pid;
+}
+
+static void wait_ok(pid_t pid, const char *what) {
+  int st = 0;
+  if (pid <= 0) return;
+  CHECK(waitpid(pid, &st, 0) == pid, "waitpid for %s", what);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status 0x%x", what, st);
+}
+
+/* -------------------------------------------------------- wire helpers */
+
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+typedef struct hello_fields {
+  uint32_t magic;
+  uint16_t version, kind;
+  uint8_t secret[16];
+  int32_t rank, nranks;
+  uint16_t family, port;
+  uint8_t addr[16];
+} hello_fields_t;
+
+/* The documented wire format: 52 bytes, little endian. */
+static void hello_encode(const hello_fields_t *f, uint8_t p[52]) {
+  put32(p, f->magic);
+  put16(p + 4, f->version);
+  put16(p + 6, f->kind);
+  memcpy(p + 8, f->secret, 16);
+  put32(p + 24, (uint32_t)f->rank);
+  put32(p + 28, (uint32_t)f->nranks);
+  put16(p + 32, f->family);
+  put16(p + 34, f->port);
+  memcpy(p + 36, f->addr, 16);
+}
+
+static hello_fields_t hello_valid(int kind, int rank, int nranks) {
+  hello_fields_t f = {.magic = GIN_BS_MAGIC, .version = GIN_BS_VERSION,
+                      .kind = (uint16_t)kind, .rank = rank, .nranks = nranks,
+                      .family = AF_INET, .port = 4242,
+                      .addr = {127, 0, 0, 1}};
+  memcpy(f.secret, test_secret, 16);
+  return f;
+}
+
+static gin_bs_uid_t uid_decode(const gin_unique_id_t *uid) {
+  gin_bs_uid_t u;
+  memcpy(&u, uid->bytes, sizeof u);
+  return u;
+}
+
+/* Opens a blocking TCP connection to the root named by uid. */
+static int root_connect(const gin_unique_id_t *uid) {
+  gin_bs_uid_t u = uid_decode(uid);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(u.port)};
+  memcpy(&sa.sin_addr, u.addr, 4);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  CHECK(fd >= 0, "connect to the root: %s", strerror(errno));
+  return fd;
+}
+
+/* Reads until EOF; returns the bytes read (up to cap kept in buf), or -1
+ * if the peer did not close within ms. */
+static int read_until_eof(int fd, uint8_t *buf, size_t cap, int ms) {
+  size_t got = 0;
+  uint64_t end = now_ms() + (uint64_t)ms;
+  for (;;) {
+    uint64_t t = now_ms();
+    if (t >= end) return -1;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, (int)(end - t)) <= 0) continue;
+    uint8_t tmp[256];
+    ssize_t n = recv(fd, tmp, sizeof tmp, 0);
+    if (n <= 0) return (int)got; /* EOF or reset: closed */
+    for (ssize_t i = 0; i < n && got < cap; i++) buf[got++] = tmp[i];
+  }
+}
+
+/* A TCP port that was free a moment ago. */
+static int free_port(void) {
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sl) == 0 &&
+      getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+    port = ntohs(sa.sin_port);
+  if (fd >= 0) close(fd);
+  CHECK(port > 0, "no free port");
+  return port;
+}
+
+/* ----------------------------------------------------------- hello */
+
+static void test_hello_check(void) {
+  uint8_t b[64];
+  gin_bs_hello_t out;
+  hello_fields_t f = hello_valid(GIN_BS_HELLO_ROOT, 2, 4);
+  hello_encode(&f, b);
+  memset(&out, 0, sizeof out);
+  CHECK(gin_bs_hello_check(b, 52, test_secret, 4, GIN_BS_HELLO_ROOT, &out) ==
+            GIN_SUCCESS, "valid hello refused");
+  CHECK(out.rank == 2 && out.nranks == 4 && out.port == 4242 &&
+            out.family == AF_INET && out.addr[0] == 127 && out.addr[3] == 1 &&
+            out.kind == GIN_BS_HELLO_ROOT &&
+            memcmp(out.secret, test_secret, 16) == 0,
+        "decoded fields wrong: rank %d nranks %d port %u", (int)out.rank,
+        (int)out.nranks, out.port);
+  CHECK(gin_bs_hello_check(b, 52, test_secret, 4, GIN_BS_HELLO_ROOT, NULL) ==
+            GIN_SUCCESS, "valid hello refused with out NULL");
+
+  /* Each kind of rejection; out must stay untouched. */
+  struct {
+    const char *what;
+    hello_fields_t f;
+    size_t len;
+    int nranks, kind;
+  } bad[12];
+  int nb = 0;
+#define BAD(name, field_edit, len_, nranks_, kind_)                            \
+  do {                                                                         \
+    bad[nb].what = name;                                                       \
+    bad[nb].f = hello_valid(GIN_BS_HELLO_ROOT, 2, 4);                          \
+    {                                                                          \
+      hello_fields_t *h = &bad[nb].f;                                          \
+      field_edit;                                                              \
+      (void)h;                                                                 \
+    }                                                                          \
+    bad[nb].len = len_;                                                        \
+    bad[nb].nranks = nranks_;                                                  \
+    bad[nb].kind = kind_;                                                      \
+    nb++;                                                                      \
+  } while (0)
+  BAD("short", (void)0, 51, 4, GIN_BS_HELLO_ROOT);
+  BAD("long", (void)0, 53, 4, GIN_BS_HELLO_ROOT);
+  BAD("magic", h->magic ^= 1, 52, 4, GIN_BS_HELLO_ROOT);
+  BAD("version", h->version = GIN_BS_VERSION + 1, 52, 4, GIN_BS_HELLO_ROOT);
+  BAD("kind", (void)0, 52, 4, GIN_BS_HELLO_RING);
+  BAD("secret first", h->secret[0] ^= 0x80, 52, 4, GIN_BS_HELLO_ROOT);
+  BAD("secret last", h->secret[15] ^= 1, 52, 4, GIN_BS_HELLO_ROOT);
+  BAD("nranks", (void)0, 52, 5, GIN_BS_HELLO_ROOT);
+  BAD("rank high", h->rank = 4, 52, 4, GIN_BS_HELLO_ROOT);
+  BAD("rank negative", h->rank = -1, 52, 4, GIN_BS_HELLO_ROOT);
+  BAD("family", h->family = 99, 52, 4, GIN_BS_HELLO_ROOT);
+  BAD("port 0", h->port = 0, 52, 4, GIN_BS_HELLO_ROOT);
+#undef BAD
+  for (int i = 0; i < nb; i++) {
+    memset(b, 0, sizeof b);
+    hello_encode(&bad[i].f, b);
+    memset(&out, 0xab, sizeof out);
+    gin_result_t res = gin_bs_hello_check(b, bad[i].len, test_secret,
+                                          bad[i].nranks, bad[i].kind, &out);
+    CHECK(res == GIN_ERR_PROTOCOL, "bad hello (%s) gave %d", bad[i].what,
+          res);
+    CHECK(((uint8_t *)&out)[0] == 0xab && out.rank == (int32_t)0xabababab,
+          "out written for a refused hello (%s)", bad[i].what);
+  }
+  /* A RING hello needs no listen address; a ROOT hello of a 1-rank job no
+   * port. */
+  f = hello_valid(GIN_BS_HELLO_RING, 3, 4);
+  f.family = 0;
+  f.port = 0;
+  hello_encode(&f, b);
+  CHECK(gin_bs_hello_check(b, 52, test_secret, 4, GIN_BS_HELLO_RING, &out) ==
+            GIN_SUCCESS && out.rank == 3, "ring hello without address");
+  f = hello_valid(GIN_BS_HELLO_ROOT, 0, 1);
+  f.port = 0;
+  hello_encode(&f, b);
+  CHECK(gin_bs_hello_check(b, 52, test_secret, 1, GIN_BS_HELLO_ROOT, &out) ==
+            GIN_SUCCESS, "1-rank hello with port 0");
+  CHECK(gin_bs_hello_check(NULL, 52, test_secret, 4, 1, &out) != GIN_SUCCESS,
+        "NULL buffer accepted");
+  CHECK(gin_bs_hello_check(b, 52, NULL, 1, 1, &out) != GIN_SUCCESS,
+        "NULL secret accepted");
+
+  /* Every single-bit flip of the checked header (rank 0 of 1) is refused,
+   * and random bytes never pass. */
+  f = hello_valid(GIN_BS_HELLO_ROOT, 0, 1);
+  uint8_t good[52];
+  hello_encode(&f, good);
+  int accepted = 0;
+  for (int bit = 0; bit < 32 * 8; bit++) {
+    memcpy(b, good, 52);
+    b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    accepted += gin_bs_hello_check(b, 52, test_secret, 1, GIN_BS_HELLO_ROOT,
+                                   &out) == GIN_SUCCESS;
+  }
+  CHECK(accepted == 0, "%d bit flips of the header accepted", accepted);
+  srand(12345);
+  accepted = 0;
+  for (int it = 0; it < 200000; it++) {
+    size_t len = (size_t)(rand() % 64);
+    for (size_t i = 0; i < len; i++) b[i] = (uint8_t)rand();
+    if (it % 2) memcpy(b, good, 8); /* right magic, version and kind */
+    accepted += gin_bs_hello_check(b, len, test_secret, 4, GIN_BS_HELLO_ROOT,
+                                   &out) == GIN_SUCCESS;
+  }
+  CHECK(accepted == 0, "%d random hellos accepted", accepted);
+}
+
+/* ------------------------------------------------------- unique ids */
+
+static void test_uid_strings(void) {
+  gin_unique_id_t uid, uid2, back;
+  char s[2 * GIN_UNIQUE_ID_BYTES + 1], s2[sizeof s];
+  CHECK(gin_get_unique_id(2, &uid) == GIN_SUCCESS, "gin_get_unique_id");
+  CHECK(gin_get_unique_id(2, &uid2) == GIN_SUCCESS, "gin_get_unique_id");
+  gin_bs_uid_t u = uid_decode(&uid), u2 = uid_decode(&uid2);
+  CHECK(u.magic == GIN_BS_MAGIC && u.version == GIN_BS_VERSION &&
+            (u.family == AF_INET || u.family == AF_INET6) && u.port != 0 &&
+            u.nranks == 2, "uid contents: magic 0x%x family %u port %u "
+            "nranks %d", u.magic, u.family, u.port, (int)u.nranks);
+  CHECK(memcmp(u.secret, u2.secret, 16) != 0 && u.port != u2.port,
+        "two unique ids share a secret or a port");
+  CHECK(gin_get_unique_id(0, &uid2) == GIN_ERR_INVALID, "nranks 0");
+  CHECK(gin_get_unique_id(GIN_MAX_RANKS + 1, &uid2) == GIN_ERR_INVALID,
+        "nranks too large");
+  CHECK(gin_get_unique_id(2, NULL) == GIN_ERR_INVALID, "NULL uid_out");
+
+  CHECK(gin_unique_id_to_string(&uid, s, sizeof s) == GIN_SUCCESS, "to_string");
+  CHECK(strlen(s) == 2 * GIN_UNIQUE_ID_BYTES &&
+            strspn(s, "0123456789abcdef") == strlen(s), "string form: %s", s);
+  CHECK(gin_unique_id_from_string(s, &back) == GIN_SUCCESS &&
+            memcmp(&back, &uid, sizeof uid) == 0, "round trip");
+  for (char *c = s; *c; c++)
+    if (*c >= 'a') *c = (char)(*c - 'a' + 'A');
+  memset(&back, 0, sizeof back);
+  CHECK(gin_unique_id_from_string(s, &back) == GIN_SUCCESS &&
+            memcmp(&back, &uid, sizeof uid) == 0, "upper-case round trip");
+  CHECK(gin_unique_id_to_string(&uid, s2, sizeof s2 - 1) == GIN_ERR_INVALID,
+        "short buffer accepted");
+
+  gin_unique_id_to_string(&uid, s, sizeof s);
+  memset(&back, 0x77, sizeof back);
+  strcpy(s2, s);
+  s2[255] = '\0';
+  CHECK(gin_unique_id_from_string(s2, &back) == GIN_ERR_INVALID &&
+            strstr(gin_last_error(), "length"), "255 characters");
+  CHECK(gin_unique_id_from_string("", &back) == GIN_ERR_INVALID &&
+            strstr(gin_last_error(), "length"), "empty string");
+  char longer[300];
+  snprintf(longer, sizeof longer, "%s00", s);
+  CHECK(gin_unique_id_from_string(longer, &back) == GIN_ERR_INVALID &&
+            strstr(gin_last_error(), "length"), "258 characters");
+  strcpy(s2, s);
+  s2[17] = 'g';
+  CHECK(gin_unique_id_from_string(s2, &back) == GIN_ERR_INVALID &&
+            strstr(gin_last_error(), "position 17"), "bad character");
+  strcpy(s2, s);
+  s2[0] = s2[0] == '0' ? '1' : '0';
+  CHECK(gin_unique_id_from_string(s2, &back) == GIN_ERR_INVALID &&
+            strstr(gin_last_error(), "magic"), "wrong magic");
+  CHECK(gin_unique_id_from_string(NULL, &back) == GIN_ERR_INVALID, "NULL");
+  CHECK(((uint8_t *)&back)[0] == 0x77, "uid written on failure");
+}
+
+/* --------------------------------------------------- a 4-rank job */
+
+typedef struct job_arg {
+  gin_unique_id_t uid;
+  int nranks;
+  int64_t timeout_ms;
+  size_t bytes[2]; /* size-mismatch test: bytes per rank */
+  int expect;      /* expected result of init or of the collective */
+} job_arg_t;
+
+static uint8_t pattern(int r, size_t size, size_t i, int round) {
+  return (uint8_t)(r * 37 + (int)(i * 13) + (int)(size * 7) + (int)(i >> 8) +
+                   round * 101);
+}
+
+static int rank_allgather(int rank, void *p) {
+  job_arg_t *a = p;
+  gin_bs_t *bs = NULL;
+  gin_result_t res = gin_bs_init(&a->uid, rank, a->nranks, 20000, &bs);
+  CHECK(res == GIN_SUCCESS, "rank %d: init: %d", rank, res);
+  if (res) return 1;
+  static const size_t sizes[] = {1, 7, 4099, 1 << 20, 0, 3};
+  for (int round = 0; round < 2; round++) {
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+      size_t sz = sizes[k], n = (size_t)a->nranks;
+      uint8_t *buf = malloc(n * sz + 1);
+      memset(buf, 0xee, n * sz + 1);
+      for (size_t i = 0; i < sz; i++)
+        buf[(size_t)rank * sz + i] = pattern(rank, sz, i, round);
+      res = gin_bs_allgather(bs, buf, sz);
+      CHECK(res == GIN_SUCCESS, "rank %d: allgather of %zu: %d", rank, sz,
+            res);
+      size_t wrong = 0, first = 0;
+      for (size_t r = 0; r < n; r++)
+        for (size_t i = 0; i < sz; i++)
+          if (buf[r * sz + i] != pattern((int)r, sz, i, round) && !wrong++)
+            first = r * sz + i;
+      CHECK(wrong == 0, "rank %d: allgather of %zu: %zu wrong bytes, first "
+            "at %zu", rank, sz, wrong, first);
+      CHECK(buf[n * sz] == 0xee, "rank %d: wrote past the buffer", rank);
+      free(buf);
+      CHECK(gin_bs_barrier(bs) == GIN_SUCCESS, "rank %d: barrier", rank);
+    }
+  }
+  gin_bs_destroy(bs);
+  return 0;
+}
+
+static void test_job_with_intruders(void) {
+  job_arg_t a = {.nranks = 4};
+  CHECK(gin_get_unique_id(4, &a.uid) == GIN_SUCCESS, "gin_get_unique_id");
+  gin_bs_uid_t u = uid_decode(&a.uid);
+  uint8_t b[64];
+
+  /* Before the real ranks: a silent client, garbage, a wrong secret, a
+   * short hello, a wrong job size and a rank out of range. */
+  int silent = root_connect(&a.uid), garbage = root_connect(&a.uid);
+  memset(b, 0x5a, 52);
+  CHECK(send(garbage, b, 52, 0) == 52, "send garbage");
+  hello_fields_t f = hello_valid(GIN_BS_HELLO_ROOT, 0, 4);
+  memcpy(f.secret, u.secret, 16);
+  hello_fields_t wrong_secret = f, wrong_size = f, wrong_rank = f;
+  wrong_secret.secret[7] ^= 1;
+  wrong_size.nranks = 5;
+  wrong_rank.rank = 4;
+  const hello_fields_t *hs[3] = {&wrong_secret, &wrong_size, &wrong_rank};
+  int refused[3];
+  for (int i = 0; i < 3; i++) {
+    refused[i] = root_connect(&a.uid);
+    hello_encode(hs[i], b);
+    CHECK(send(refused[i], b, 52, 0) == 52, "send hello %d", i);
+  }
+  int shorty = root_connect(&a.uid);
+  hello_encode(&f, b);
+  CHECK(send(shorty, b, 10, 0) == 10, "send short hello");
+  shutdown(shorty, SHUT_WR);
+
+  pid_t pid[4];
+  for (int r = 0; r < 4; r++) pid[r] = spawn(rank_allgather, r, &a);
+  for (int r = 0; r < 4; r++) wait_ok(pid[r], "rank of the 4-rank job");
+
+  /* The root refused each intruder with a reply, and closed on the rest. */
+  for (int i = 0; i < 3; i++) {
+    int n = read_until_eof(refused[i], b, sizeof b, 5000);
+    CHECK(n == 24 && b[4] == 2, "intruder %d: %d reply bytes, status %d", i,
+          n, n >= 5 ? b[4] : -1);
+    close(refused[i]);
+  }
+  int n = read_until_eof(garbage, b, sizeof b, 5000);
+  CHECK(n == 24 && b[4] == 2, "garbage: %d reply bytes", n);
+  CHECK(read_until_eof(shorty, b, sizeof b, 5000) == 0, "short hello");
+  CHECK(read_until_eof(silent, b, sizeof b, 5000) == 0, "silent client");
+  close(garbage);
+  close(shorty);
+  close(silent);
+}
+
+static int rank_small_job(int rank, void *p);
+
+/* A client that connects and says nothing is dropped after its hello
+ * deadline while the root keeps waiting; the real ranks then join. */
+static void test_silent_client(void) {
+  job_arg_t a = {.nranks = 2};
+  CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 20000, &a.uid) ==
+            GIN_SUCCESS, "root_start");
+  uint8_t b[8];
+  uint64_t t0 = now_ms();
+  int silent = root_connect(&a.uid);
+  int n = read_until_eof(silent, b, sizeof b, 5000);
+  uint64_t t = now_ms() - t0;
+  CHECK(n == 0 && t >= 500 && t < 3000, "silent client: %d bytes, closed "
+        "after %llu ms", n, (unsigned long long)t);
+  close(silent);
+  pid_t p0 = spawn(rank_small_job, 0, &a), p1 = spawn(rank_small_job, 1, &a);
+  wait_ok(p0, "rank 0 after the silent client");
+  wait_ok(p1, "rank 1 after the silent client");
+}
+
+/* ------------------------------------------ failures that must be bounded */
+
+static int rank_expect_init(int rank, void *p) {
+  job_arg_t *a = p;
+  gin_bs_t *bs = NULL;
+  uint64_t t0 = now_ms();
+  gin_result_t res = gin_bs_init(&a->uid, rank, a->nranks, a->timeout_ms, &bs);
+  uint64_t t = now_ms() - t0;
+  CHECK(res == a->expect, "rank %d: init gave %d, expected %d", rank, res,
+        a->expect);
+  CHECK(bs == NULL, "bs written on failure");
+  CHECK(t < (uint64_t)a->timeout_ms + 1500, "rank %d: init took %llu ms",
+        rank, (unsigned long long)t);
+  if (a->expect == GIN_ERR_TIMEOUT && a->nranks == 3)
+    CHECK(strstr(gin_last_error(), "rank 2 did not join"), "message names the "
+          "missing rank");
+  if (a->expect == GIN_ERR_PROTOCOL)
+    CHECK(strstr(gin_last_error(), "already joined"), "message names the dup");
+  return 0;
+}
+
+static void test_timeouts(void) {
+  /* nranks 3, only 2 join: the root gives up after 1 s. */
+  job_arg_t a = {.nranks = 3, .timeout_ms = 3000, .expect = GIN_ERR_TIMEOUT};
+  CHECK(gin_bs_root_start(3, "127.0.0.1", 0, test_secret, 1000, &a.uid) ==
+            GIN_SUCCESS, "root_start");
+  uint64_t t0 = now_ms();
+  pid_t p0 = spawn(rank_expect_init, 0, &a), p1 = spawn(rank_expect_init, 1, &a);
+  wait_ok(p0, "rank 0 of the incomplete job");
+  wait_ok(p1, "rank 1 of the incomplete job");
+  uint64_t t = now_ms() - t0;
+  CHECK(t >= 900 && t < 3000, "incomplete job ended after %llu ms",
+        (unsigned long long)t);
+
+  /* The rank's own (shorter) timeout while the root waits on. */
+  job_arg_t b = {.nranks = 2, .timeout_ms = 500, .expect = GIN_ERR_TIMEOUT};
+  CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 10000, &b.uid) ==
+            GIN_SUCCESS, "root_start");
+  wait_ok(spawn(rank_expect_init, 1, &b), "rank with a short timeout");
+
+  /* Nobody listens at the root's address. */
+  job_arg_t c = b;
+  gin_bs_uid_t u = uid_decode(&c.uid);
+  u.port = (uint16_t)free_port();
+  memcpy(c.uid.bytes, &u, sizeof u);
+  wait_ok(spawn(rank_expect_init, 0, &c), "rank without a root");
+
+  /* Two processes claim rank 0: the second is refused, the first times
+   * out with the job. */
+  job_arg_t d = {.nranks = 2, .timeout_ms = 5000, .expect = GIN_ERR_TIMEOUT};
+  CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 1500, &d.uid) ==
+            GIN_SUCCESS, "root_start");
+  job_arg_t d2 = d;
+  d2.expect = GIN_ERR_PROTOCOL;
+  pid_t first = spawn(rank_expect_init, 0, &d);
+  usleep(300000);
+  wait_ok(spawn(rank_expect_init, 0, &d2), "duplicate rank 0");
+  wait_ok(first, "first rank 0");
+}
+
+static int rank_mismatch(int rank, void *p) {
+  job_arg_t *a = p;
+  gin_bs_t *bs = NULL;
+  CHECK(gin_bs_init(&a->uid, rank, 2, 10000, &bs) == GIN_SUCCESS, "init");
+  if (!bs) return 1;
+  uint8_t buf[64] = {0};
+  gin_result_t res = gin_bs_allgather(bs, buf, a->bytes[rank]);
+  CHECK(res == GIN_ERR_PROTOCOL && strstr(gin_last_error(), "mismatch"),
+        "rank %d: size mismatch gave %d", rank, res);
+  CHECK(gin_bs_barrier(bs) == GIN_ERR_STATE, "rank %d: broken ring reused",
+        rank);
+  gin_bs_destroy(bs);
+  return 0;
+}
+
+static void test_size_mismatch(void) {
+  job_arg_t a = {.nranks = 2, .bytes = {8, 16}};
+  CHECK(gin_get_unique_id(2, &a.uid) == GIN_SUCCESS, "gin_get_unique_id");
+  pid_t p0 = spawn(rank_mismatch, 0, &a), p1 = spawn(rank_mismatch, 1, &a);
+  wait_ok(p0, "rank 0 of the mismatched job");
+  wait_ok(p1, "rank 1 of the mismatched job");
+}
+
+static void test_single_rank_and_args(void) {
+  gin_unique_id_t uid;
+  gin_bs_t *bs = NULL;
+  CHECK(gin_get_unique_id(1, &uid) == GIN_SUCCESS, "gin_get_unique_id(1)");
+  CHECK(gin_bs_init(&uid, 0, 2, 1000, &bs) == GIN_ERR_INVALID && !bs,
+        "nranks differs from the uid");
+  CHECK(gin_bs_init(&uid, 1, 1, 1000, &bs) == GIN_ERR_INVALID && !bs,
+        "rank out of range");
+  CHECK(gin_bs_init(NULL, 0, 1, 1000, &bs) == GIN_ERR_INVALID, "NULL uid");
+  gin_unique_id_t junk;
+  memset(&junk, 0, sizeof junk);
+  CHECK(gin_bs_init(&junk, 0, 1, 1000, &bs) == GIN_ERR_INVALID && !bs,
+        "zero uid");
+  CHECK(gin_bs_init(&uid, 0, 1, 5000, &bs) == GIN_SUCCESS && bs,
+        "single-rank init");
+  if (!bs) return;
+  char buf[16] = "abcdefghijklmno";
+  CHECK(gin_bs_allgather(bs, buf, sizeof buf) == GIN_SUCCESS &&
+            strcmp(buf, "abcdefghijklmno") == 0, "single-rank allgather");
+  CHECK(gin_bs_allgather(bs, NULL, 4) == GIN_ERR_INVALID, "NULL buffer");
+  CHECK(gin_bs_allgather(bs, buf, SIZE_MAX) == GIN_SUCCESS,
+        "1 rank: any size is one block");
+  CHECK(gin_bs_barrier(bs) == GIN_SUCCESS, "single-rank barrier");
+  gin_bs_destroy(bs);
+}
+
+static int rank_small_job(int rank, void *p) {
+  job_arg_t *a = p;
+  gin_bs_t *bs = NULL;
+  CHECK(gin_bs_init(&a->uid, rank, a->nranks, 10000, &bs) == GIN_SUCCESS,
+        "rank %d: init", rank);
+  if (!bs) return 1;
+  int v[8] = {0};
+  v[rank] = 100 + rank;
+  CHECK(gin_bs_allgather(bs, v, sizeof v[0]) == GIN_SUCCESS, "allgather");
+  for (int r = 0; r < a->nranks; r++)
+    CHECK(v[r] == 100 + r, "rank %d: block %d is %d", rank, r, v[r]);
+  gin_bs_destroy(bs);
+  return 0;
+}
+
+static void test_ipv6(void) {
+  job_arg_t a = {.nranks = 2};
+  if (gin_bs_root_start(2, "::1", 0, test_secret, 10000, &a.uid) !=
+      GIN_SUCCESS) {
+    printf("test_bootstrap: no IPv6 loopback here; IPv6 part skipped\n");
+    return;
+  }
+  CHECK(uid_decode(&a.uid).family == AF_INET6, "IPv6 uid family");
+  pid_t p0 = spawn(rank_small_job, 0, &a), p1 = spawn(rank_small_job, 1, &a);
+  wait_ok(p0, "IPv6 rank 0");
+  wait_ok(p1, "IPv6 rank 1");
+}
+
+/* -------------------------------------------- gin_comm_init_from_env */
+
+/* Stands in for comm.c: records what it was given and proves the uid
+ * works by joining and all-gathering it. */
+static struct {
+  int called, rank, nranks, same_uid;
+  gin_unique_id_t uid;
+} stub;
+static char stub_comm;
+
+gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
+                           const gin_unique_id_t *uid,
+                           const gin_config_t *cfg) {
+  stub.called = 1;
+  stub.rank = rank;
+  stub.nranks = nranks;
+  stub.uid = *uid;
+  gin_bs_t *bs;
+  gin_result_t res = gin_bs_init(uid, rank, nranks, 10000, &bs);
+  if (res != GIN_SUCCESS) return res;
+  size_t sz = sizeof *uid;
+  char *all = malloc(sz * (size_t)nranks);
+  memcpy(all + sz * (size_t)rank, uid, sz);
+  res = gin_bs_allgather(bs, all, sz);
+  stub.same_uid = res == GIN_SUCCESS;
+  for (int r = 0; r < nranks; r++)
+    stub.same_uid &= memcmp(all + sz * (size_t)r, uid, sz) == 0;
+  free(all);
+  gin_bs_destroy(bs);
+  if (res == GIN_SUCCESS) *comm_out = (gin_comm_t)(void *)&stub_comm;
+  return res;
+}
+
+static const char *const launcher_vars[] = {
+    "GIN_RANK", "GIN_NRANKS", "GIN_UNIQUE_ID", "GIN_ROOT_ADDR",
+    "GIN_ROOT_PORT", "GIN_JOB_SECRET", "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
+    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID",
+    "SLURM_NNODES", "SLURM_STEP_NUM_NODES", "RANK", "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"};
+
+/* A launcher scenario: "NAME=VALUE" pairs, %d replaced by the rank. */
+typedef struct env_case {
+  const char *name;
+  const char *vars[8];
+  gin_result_t expect;
+  const char *msg;  /* expected in the error message */
+  int port;         /* expected uid port, 0: any in [20000, 60000) */
+  const uint8_t *secret; /* expected secret, NULL: any */
+  const gin_unique_id_t *uid; /* expected uid, NULL: any */
+} env_case_t;
+
+static int rank_env(int rank, void *p) {
+  const env_case_t *c = p;
+  for (size_t i = 0; i < sizeof launcher_vars / sizeof *launcher_vars; i++)
+    unsetenv(launcher_vars[i]);
+  for (int i = 0; i < 8 && c->vars[i]; i++) {
+    char kv[600];
+    snprintf(kv, sizeof kv, c->vars[i], rank);
+    char *eq = strchr(kv, '=');
+    *eq = '\0';
+    setenv(kv, eq + 1, 1);
+  }
+  gin_comm_t comm = NULL;
+  gin_result_t res = gin_comm_init_from_env(&comm, NULL);
+  CHECK(res == c->expect, "%s, rank %d: got %d, expected %d", c->name, rank,
+        res, c->expect);
+  if (c->expect != GIN_SUCCESS) {
+    CHECK(!stub.called && comm == NULL, "%s: comm init reached", c->name);
+    CHECK(strstr(gin_last_error(), c->msg), "%s: message lacks \"%s\"",
+          c->name, c->msg);
+    return 0;
+  }
+  gin_bs_uid_t u = uid_decode(&stub.uid);
+  CHECK(stub.called && stub.rank == rank && stub.same_uid &&
+            comm == (gin_comm_t)(void *)&stub_comm,
+        "%s, rank %d: comm init saw rank %d, same uid %d", c->name, rank,
+        stub.rank, stub.same_uid);
+  if (c->port)
+    CHECK(u.port == c->port, "%s: port %u, expected %d", c->name, u.port,
+          c->port);
+  else
+    CHECK(u.port >= 20000 && u.port < 60000, "%s: derived port %u", c->name,
+          u.port);
+  if (c->secret)
+    CHECK(memcmp(u.secret, c->secret, 16) == 0, "%s: secret", c->name);
+  if (c->uid)
+    CHECK(memcmp(&stub.uid, c->uid, sizeof *c->uid) == 0, "%s: uid",
+          c->name);
+  return 0;
+}
+
+static void run_env_case(const env_case_t *c, int nranks) {
+  pid_t pid[4];
+  for (int r = 0; r < nranks; r++) pid[r] = spawn(rank_env, r, (void *)c);
+  for (int r = 0; r < nranks; r++) wait_ok(pid[r], c->name);
+}
+
+static void test_env(void) {
+  char jobid[64], port[32], mport[32], uidvar[300];
+  snprintf(jobid, sizeof jobid, "OMPI_MCA_ess_base_jobid=t%d.%llu",
+           (int)getpid(), (unsigned long long)now_ms());
+  env_case_t ompi = {.name = "Open MPI, derived port",
+                     .vars = {"OMPI_COMM_WORLD_RANK=%d",
+                              "OMPI_COMM_WORLD_SIZE=3", jobid}};
+  run_env_case(&ompi, 3);
+
+  static const uint8_t hex_secret[16] = {0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3,
+                                         4, 5, 6, 7, 8, 9, 0xa, 0xb};
+  int p = free_port();
+  snprintf(port, sizeof port, "GIN_ROOT_PORT=%d", p);
+  env_case_t slurm = {.name = "Slurm, GIN_ROOT_PORT and hex secret",
+                      .vars = {"SLURM_PROCID=%d", "SLURM_NTASKS=2", "SLURM_JOB_ID=77",
+                       "SLURM_STEP_ID=0", port,
+                       "GIN_JOB_SECRET=deadbeef000102030405060708090A0B"},
+                      .port = p, .secret = hex_secret};
+  run_env_case(&slurm, 2);
+
+  p = free_port();
+  snprintf(mport, sizeof mport, "MASTER_PORT=%d", p - 1);
+  env_case_t torch = {.name = "torchrun, MASTER_PORT+1",
+                      .vars = {"RANK=%d", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                       mport, "TORCHELASTIC_RUN_ID=none"},
+                      .port = p};
+  run_env_case(&torch, 2);
+
+  /* ginrun wins over another launcher's variables. */
+  gin_unique_id_t uid;
+  CHECK(gin_get_unique_id(2, &uid) == GIN_SUCCESS, "gin_get_unique_id");
+  strcpy(uidvar, "GIN_UNIQUE_ID=");
+  gin_unique_id_to_string(&uid, uidvar + strlen(uidvar),
+                          sizeof uidvar - strlen(uidvar));
+  env_case_t ginrun = {.name = "ginrun over Open MPI",
+                       .vars = {"GIN_RANK=%d", "GIN_NRANKS=2", uidvar,
+                        "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=5"},
+                       .port = uid_decode(&uid).port, .uid = &uid};
+  run_env_case(&ginrun, 2);
+
+  static const env_case_t bad[] = {
+#define BAD(name_, msg_, ...)                                                  \
+  {.name = name_, .vars = {__VA_ARGS__}, .expect = GIN_ERR_INVALID,            \
+   .msg = msg_}
+      BAD("no launcher", "no launcher", NULL),
+      BAD("rank too large", "OMPI_COMM_WORLD_RANK=5",
+          "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=2"),
+      BAD("rank not a number", "OMPI_COMM_WORLD_RANK",
+          "OMPI_COMM_WORLD_RANK=1x", "OMPI_COMM_WORLD_SIZE=2"),
+      BAD("size missing", "OMPI_COMM_WORLD_SIZE is not set",
+          "OMPI_COMM_WORLD_RANK=0"),
+      BAD("ginrun without uid", "GIN_UNIQUE_ID", "GIN_RANK=0",
+          "GIN_NRANKS=1"),
+      BAD("ginrun bad uid", "GIN_UNIQUE_ID: unique id string has the wrong "
+          "length", "GIN_RANK=0", "GIN_NRANKS=1", "GIN_UNIQUE_ID=zz"),
+      BAD("torchrun port", "MASTER_PORT", "RANK=0", "WORLD_SIZE=1",
+          "MASTER_PORT=65535"),
+      BAD("no job id", "GIN_ROOT_PORT", "SLURM_PROCID=0", "SLURM_NTASKS=1"),
+      BAD("root port 0", "GIN_ROOT_PORT", "SLURM_PROCID=0", "SLURM_NTASKS=1",
+          "GIN_ROOT_PORT=0"),
+#undef BAD
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    run_env_case(&bad[i], 1);
+  CHECK(gin_comm_init_from_env(NULL, NULL) == GIN_ERR_INVALID, "NULL comm");
+}
+
+int main(void) {
+  alarm(150);
+  signal(SIGPIPE, SIG_IGN);
+  test_hello_check();
+  test_uid_strings();
+  test_single_rank_and_args();
+  test_job_with_intruders();
+  test_silent_client();
+  test_timeouts();
+  test_size_mismatch();
+  test_ipv6();
+  test_env();
+  if (failures) {
+    fprintf(stderr, "test_bootstrap: %d failure(s)\n", failures);
+    return 1;
+  }
+  printf("test_bootstrap: all passed\n");
+  return 0;
+}
