@@ -338,10 +338,10 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      r, id, a0);
   case GIN_DEVERR_SIGNAL_MIX:
     return GIN_ERROR(GIN_ERR_INVALID,
-                     "rank %d: signal %lld at rank %lld was updated with %s and "
-                     "now with %s; use one kind between resets",
-                     r, id, peer, a0 == 1 ? "SIGNAL_INC" : "SIGNAL_ADD",
-                     a1 == 1 ? "SIGNAL_INC" : "SIGNAL_ADD");
+                     "rank %d: signal %lld was updated with both SIGNAL_INC "
+                     "and SIGNAL_ADD since its last reset; use one kind "
+                     "between resets",
+                     r, id);
   case GIN_DEVERR_BAD_BARRIER:
     return GIN_ERROR(GIN_ERR_INVALID,
                      "rank %d: barrier slot %lld outside [0, %llu) or bad team",

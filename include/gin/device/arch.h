@@ -111,6 +111,9 @@ GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
 GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
   asm volatile("red.release.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+GIN_DEVICE_FN void gin_or_relaxed_u32(uint32_t *p, uint32_t v) {
+  asm volatile("red.relaxed.sys.or.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
   return (uint64_t)atomicAdd_system((unsigned long long *)p,
                                     (unsigned long long)v);
@@ -148,6 +151,9 @@ GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
 }
 GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
   __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+}
+GIN_DEVICE_FN void gin_or_relaxed_u32(uint32_t *p, uint32_t v) {
+  __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);

@@ -36,8 +36,9 @@ typedef enum gin_remote_kind {
   GIN_REMOTE_SIGNAL_INC = 1, /* signal += 1 */
   GIN_REMOTE_SIGNAL_ADD = 2  /* signal += value */
 } gin_remote_kind_t;
-/* A signal is used either with INC or with ADD between two resets; mixing
- * them on one signal is reported as GIN_DEVERR_SIGNAL_MIX. */
+/* A signal is used either with INC or with ADD between two resets. Each
+ * update marks its kind at the target (checks builds); a wait on a signal
+ * that saw both kinds fails with GIN_ERR_INVALID at the target. */
 typedef struct gin_remote {
   int kind;
   int signal;

@@ -131,13 +131,14 @@ GIN_HD_FN int gin_rolling_ge(uint64_t v, uint64_t least, int bits) {
 GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
                                 uint64_t least, int bits, int kind, int64_t id,
                                 int64_t peer) {
-  uint64_t t0 = 0;
+  uint64_t t0 = gin_time_ns();
   for (uint32_t iter = 0;; iter++) {
     uint64_t v = gin_load_acquire_u64(p);
     if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
-    if ((iter & 255) == 0) {
+    /* The abort word may sit across PCIe: read it (and the clock) only
+     * every 256 polls, never on the first. */
+    if ((iter & 255) == 255) {
       uint64_t now = gin_time_ns();
-      if (iter == 0) t0 = now;
       if (gin_load_acquire_u32(&dc->ctrl->abort))
         return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, peer, id,
                              least, v, (uint64_t)kind, 0);

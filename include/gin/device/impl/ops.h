@@ -75,14 +75,13 @@ GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc) {
 GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
                                   gin_remote_t remote, int coop_size) {
   if (remote.kind == GIN_REMOTE_NONE) return GIN_SUCCESS;
-  if (GIN_DEV_CHECKS_ON) {
-    uint32_t mode = remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
-                                                         : GIN_SIGMODE_ADD;
-    uint32_t old = gin_cas_u32(&dc->peer_sigmode[w][remote.signal], 0, mode);
-    if (old != 0 && old != mode)
-      return gin_dev_bad_(dc, GIN_DEVERR_SIGNAL_MIX, w, remote.signal, old,
-                          mode);
-  }
+  /* Mark the kind of update in the target's mode word (no round trip);
+   * the waiter reports a signal that saw both kinds. The release below
+   * orders this mark before the signal update. */
+  if (GIN_DEV_CHECKS_ON)
+    gin_or_relaxed_u32(&dc->peer_sigmode[w][remote.signal],
+                       remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
+                                                            : GIN_SIGMODE_ADD);
   if (coop_size > 1) gin_fence_system();
   gin_add_release_u64(&dc->peer_signals[w][remote.signal], remote.value);
   return GIN_SUCCESS;
@@ -193,12 +192,23 @@ GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal) {
   return gin_load_acquire_u64(&dc->signals[signal]);
 }
 
+/* A signal updated with both INC and ADD since its reset is misuse. */
+GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
+  if (GIN_DEV_CHECKS_ON &&
+      gin_load_acquire_u32(&dc->sigmode[signal]) ==
+          (GIN_SIGMODE_INC | GIN_SIGMODE_ADD))
+    return gin_dev_bad_(dc, GIN_DEVERR_SIGNAL_MIX, dc->rank, signal,
+                        GIN_SIGMODE_INC, GIN_SIGMODE_ADD);
+  return GIN_SUCCESS;
+}
+
 GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
                                   uint64_t least, gin_coop_t coop) {
   int rc = gin_dev_signal_id_(dc, -1, signal);
   if (rc == GIN_SUCCESS)
     rc = gin_dev_wait_(dc, &dc->signals[signal], least, 64,
                        GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
+  if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
   gin_coop_sync(coop);
   return rc;
 }
@@ -248,6 +258,7 @@ GIN_DEVICE_FN int gin_signal_wait_follow_shadow(const gin_devcomm_t *dc,
   uint64_t old = dc->shadows[signal];
   rc = gin_dev_wait_(dc, &dc->signals[signal], old + least_delta, 64,
                      GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
+  if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
   gin_coop_sync(coop);
   /* Thread 0 decides the new shadow; the coop reads it back so every
    * thread reports the same before/delta. */
