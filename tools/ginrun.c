@@ -136,30 +136,41 @@ static char *ginrun_find_prog(const char *prog) {
   return NULL;
 }
 
-/* The environment of rank r: ours minus the GIN_ job variables, plus
- * those of rank r. */
+#define GINRUN_NVARS 5
+
+/* The environment of rank r: the job variables first (owned), then ours
+ * minus any old values of them. Free with ginrun_free_env. */
 static char **ginrun_make_env(int r, int n, const char *uid) {
-  static const char *const ours[] = {"GIN_RANK=", "GIN_NRANKS=",
-                                     "GIN_LOCAL_RANK=", "GIN_LOCAL_SIZE=",
-                                     "GIN_UNIQUE_ID="};
+  static const char *const names[GINRUN_NVARS] = {
+      "GIN_RANK=", "GIN_NRANKS=", "GIN_LOCAL_RANK=", "GIN_LOCAL_SIZE=",
+      "GIN_UNIQUE_ID="};
   size_t count = 0;
   while (environ[count]) count++;
-  char **env = calloc(count + 6, sizeof *env);
+  char **env = calloc(count + GINRUN_NVARS + 1, sizeof *env);
   if (!env) return NULL;
-  size_t k = 0;
+  if (asprintf(&env[0], "GIN_RANK=%d", r) < 0 ||
+      asprintf(&env[1], "GIN_NRANKS=%d", n) < 0 ||
+      asprintf(&env[2], "GIN_LOCAL_RANK=%d", r) < 0 ||
+      asprintf(&env[3], "GIN_LOCAL_SIZE=%d", n) < 0 ||
+      asprintf(&env[4], "GIN_UNIQUE_ID=%s", uid) < 0) {
+    for (int i = 0; i < GINRUN_NVARS; i++) free(env[i]);
+    free(env);
+    return NULL;
+  }
+  size_t k = GINRUN_NVARS;
   for (size_t i = 0; i < count; i++) {
     int skip = 0;
-    for (size_t j = 0; j < sizeof ours / sizeof ours[0]; j++)
-      skip |= strncmp(environ[i], ours[j], strlen(ours[j])) == 0;
+    for (size_t j = 0; j < GINRUN_NVARS; j++)
+      skip |= strncmp(environ[i], names[j], strlen(names[j])) == 0;
     if (!skip) env[k++] = environ[i];
   }
-  if (asprintf(&env[k++], "GIN_RANK=%d", r) < 0 ||
-      asprintf(&env[k++], "GIN_NRANKS=%d", n) < 0 ||
-      asprintf(&env[k++], "GIN_LOCAL_RANK=%d", r) < 0 ||
-      asprintf(&env[k++], "GIN_LOCAL_SIZE=%d", n) < 0 ||
-      asprintf(&env[k++], "GIN_UNIQUE_ID=%s", uid) < 0)
-    return NULL;
   return env;
+}
+
+static void ginrun_free_env(char **env) {
+  if (!env) return;
+  for (int i = 0; i < GINRUN_NVARS; i++) free(env[i]);
+  free(env);
 }
 
 static void ginrun_signal_job(ginrun_t *job, int sig) {
@@ -378,6 +389,62 @@ static void ginrun_loop(ginrun_t *job) {
   free(pfd);
 }
 
+/* Creates the job id, starts the ranks, forwards their output and waits
+ * for them. Returns ginrun's exit status. */
+static int ginrun_run(ginrun_t *job, const char *path, char **prog_argv) {
+  int code = 1, n = job->nranks, started = 0;
+  gin_unique_id_t uid;
+  char uid_str[2 * GIN_UNIQUE_ID_BYTES + 1];
+  if (gin_get_unique_id(n, &uid) != GIN_SUCCESS ||
+      gin_unique_id_to_string(&uid, uid_str, sizeof uid_str) != GIN_SUCCESS) {
+    fprintf(stderr, "ginrun: cannot create the job id: %s\n",
+            gin_last_error());
+    return 1;
+  }
+  job->ranks = calloc((size_t)n, sizeof *job->ranks);
+  job->streams = calloc((size_t)n * 2, sizeof *job->streams);
+  char ***envs = calloc((size_t)n, sizeof *envs);
+  if (!job->ranks || !job->streams || !envs) goto err_nomem;
+  for (int r = 0; r < n; r++)
+    if (!(envs[r] = ginrun_make_env(r, n, uid_str))) goto err_nomem;
+  for (int r = 0; r < 2 * n; r++) job->streams[r].fd = -1;
+  if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    fprintf(stderr, "ginrun: pipe: %s\n", strerror(errno));
+    goto out_free;
+  }
+  struct sigaction sa = {.sa_handler = ginrun_on_signal,
+                         .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  sigaction(SIGCHLD, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  for (; started < n; started++)
+    if (ginrun_spawn(job, started, path, prog_argv, envs[started]) != 0)
+      break;
+  if (started < n) { /* reported; take down those started */
+    ginrun_stop(job, SIGKILL, 1);
+    job->killed = 1;
+  }
+  job->nranks = started;
+  if (started > 0) ginrun_loop(job);
+  for (int r = 0; r < started; r++) waitpid(job->ranks[r].pid, NULL, 0);
+  for (int r = 0; r < 2 * started; r++)
+    if (job->streams[r].fd >= 0) close(job->streams[r].fd);
+  code = job->exit_code < 0 ? 0 : job->exit_code;
+  goto out_free;
+err_nomem:
+  fprintf(stderr, "ginrun: out of memory\n");
+out_free:
+  for (int r = 0; envs && r < n; r++) ginrun_free_env(envs[r]);
+  free(envs);
+  free(job->streams);
+  free(job->ranks);
+  return code;
+}
+
 int main(int argc, char **argv) {
   ginrun_t job = {.nranks = 1, .prefix = 1, .exit_code = -1};
   int print_env = 0, i;
@@ -429,53 +496,7 @@ int main(int argc, char **argv) {
     return 127;
   }
 
-  gin_unique_id_t uid;
-  char uid_str[2 * GIN_UNIQUE_ID_BYTES + 1];
-  if (gin_get_unique_id(job.nranks, &uid) != GIN_SUCCESS ||
-      gin_unique_id_to_string(&uid, uid_str, sizeof uid_str) != GIN_SUCCESS) {
-    fprintf(stderr, "ginrun: cannot create the job id: %s\n",
-            gin_last_error());
-    return 1;
-  }
-  job.ranks = calloc((size_t)job.nranks, sizeof *job.ranks);
-  job.streams = calloc((size_t)job.nranks * 2, sizeof *job.streams);
-  char ***envs = calloc((size_t)job.nranks, sizeof *envs);
-  if (!job.ranks || !job.streams || !envs) {
-    fprintf(stderr, "ginrun: out of memory\n");
-    return 1;
-  }
-  for (int r = 0; r < job.nranks; r++)
-    if (!(envs[r] = ginrun_make_env(r, job.nranks, uid_str))) {
-      fprintf(stderr, "ginrun: out of memory\n");
-      return 1;
-    }
-  for (int r = 0; r < 2 * job.nranks; r++) job.streams[r].fd = -1;
-
-  if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    fprintf(stderr, "ginrun: pipe: %s\n", strerror(errno));
-    return 1;
-  }
-  struct sigaction sa = {.sa_handler = ginrun_on_signal,
-                         .sa_flags = SA_RESTART};
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  sigaction(SIGCHLD, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-
-  int started = 0;
-  for (; started < job.nranks; started++)
-    if (ginrun_spawn(&job, started, path, prog_argv, envs[started]) != 0)
-      break;
-  if (started < job.nranks) { /* reported; take down those started */
-    ginrun_stop(&job, SIGKILL, 1);
-    job.killed = 1;
-  }
-  job.nranks = started;
-  if (started > 0) ginrun_loop(&job);
-  for (int r = 0; r < started; r++) waitpid(job.ranks[r].pid, NULL, 0);
-  for (int r = 0; r < 2 * started; r++)
-    if (job.streams[r].fd >= 0) close(job.streams[r].fd);
-  return job.exit_code < 0 ? 0 : job.exit_code;
+  int code = ginrun_run(&job, path, prog_argv);
+  free(path);
+  return code;
 }

@@ -21,6 +21,14 @@ GIN_PARAM_STR(param_hostid, "HOSTID", "",
               "id and network namespace); ranks with equal ids may map each "
               "other's memory")
 
+GIN_PARAM_STR(param_backend, "BACKEND", "auto",
+              "path to peers: auto (direct where mapped, proxy elsewhere), "
+              "direct (load/store only), proxy (every peer through the CPU "
+              "proxy, also those that could go direct)")
+GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
+              "transport of proxied peers: auto (ipc on this machine), ipc, "
+              "or null (completes at once, moves nothing: ring measurements)")
+
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gin_comm *live_head;
 
@@ -45,8 +53,9 @@ gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn) {
   GIN_CHECK(comm_find(comm, fn));
   if (__atomic_load_n(&comm->ctrl->abort, __ATOMIC_ACQUIRE)) {
     gin_result_t res = gin_comm_get_async_error(comm);
-    return GIN_ERROR(res ? res : GIN_ERR_ABORTED, "%s: rank %d: %s", fn,
-                     comm->rank, gin_last_error());
+    char why[512];
+    snprintf(why, sizeof why, "%s", gin_last_error());
+    return GIN_ERROR(res ? res : GIN_ERR_ABORTED, "%s: %s", fn, why);
   }
   return GIN_SUCCESS;
 }
@@ -73,31 +82,78 @@ static void hostid_make(char *out, size_t len) {
   snprintf(out, len, "%s/%s/%llu", host, boot, netns);
 }
 
+static const char *path_name(int p) {
+  return p == GIN_PATH_SELF     ? "self"
+         : p == GIN_PATH_DIRECT ? "direct"
+         : p == GIN_PATH_PROXY  ? "proxy"
+                                : "none";
+}
+
+/* Decides how each peer is reached (GIN_BACKEND, GIN_TRANSPORT) and which
+ * peers form the lsa team (memory mapped here). */
 static gin_result_t comm_setup_paths(gin_comm_t c) {
   gin_peer_info_t *me = &c->peers[c->rank];
+  const char *backend = param_backend(), *tr = param_transport();
+  int force_proxy = strcmp(backend, "proxy") == 0;
+  int direct_only = strcmp(backend, "direct") == 0;
+  if (!force_proxy && !direct_only && strcmp(backend, "auto") != 0)
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "GIN_BACKEND=%s: expected auto, direct or proxy", backend);
+  int tnull = strcmp(tr, "null") == 0;
+  if (!tnull && strcmp(tr, "auto") != 0 && strcmp(tr, "ipc") != 0)
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "GIN_TRANSPORT=%s: expected auto, ipc or null", tr);
   c->lsa_size = 0;
+  int proxied = 0;
   for (int r = 0; r < c->nranks; r++) {
     gin_peer_info_t *p = &c->peers[r];
-    if (r == c->rank)
-      c->path[r] = GIN_PATH_SELF;
-    else if (strncmp(p->hostid, me->hostid, GIN_HOSTID_BYTES) == 0 &&
-             gin_arch_can_map(&me->dev, &p->dev))
-      c->path[r] = GIN_PATH_DIRECT;
+    c->path_mapped[r] =
+        r == c->rank || (strncmp(p->hostid, me->hostid, GIN_HOSTID_BYTES) == 0 &&
+                         gin_arch_can_map(&me->dev, &p->dev));
+    if (force_proxy && (c->path_mapped[r] || tnull))
+      c->path[r] = GIN_PATH_PROXY;
+    else if (c->path_mapped[r])
+      c->path[r] = r == c->rank ? GIN_PATH_SELF : GIN_PATH_DIRECT;
     else
-      c->path[r] = GIN_PATH_NONE;
-    if (c->path[r] != GIN_PATH_NONE) {
+      c->path[r] = GIN_PATH_NONE; /* other hosts: the tcp transport's job */
+    c->transport[r] = tnull ? GIN_TRANSPORT_NULL_ID : GIN_TRANSPORT_IPC_ID;
+    proxied |= c->path[r] == GIN_PATH_PROXY;
+    if (c->path_mapped[r]) {
       if (r == c->rank) c->lsa_rank = c->lsa_size;
       c->lsa_ranks[c->lsa_size++] = r;
     }
-    GIN_INFO(INIT, "rank %d: peer %d path %s", c->rank, r,
-             c->path[r] == GIN_PATH_SELF     ? "self"
-             : c->path[r] == GIN_PATH_DIRECT ? "direct"
-                                             : "none");
+    GIN_INFO(INIT, "rank %d: peer %d path %s%s", c->rank, r,
+             path_name(c->path[r]),
+             c->path[r] == GIN_PATH_PROXY ? (tnull ? " (null)" : " (ipc)") : "");
   }
+  if (proxied && !gin_arch_proxy_supported())
+    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                     "GIN_BACKEND=%s: the proxy path is not available on the "
+                     "cuda target yet; use GIN_BACKEND=auto or direct",
+                     backend);
   GIN_CHECK(gin_arch_copy(c->path_dev, c->path, (size_t)c->nranks));
   GIN_CHECK(gin_arch_copy(c->lsa_ranks_dev, c->lsa_ranks,
                           sizeof(int) * (size_t)c->lsa_size));
   return GIN_SUCCESS;
+}
+
+/* Logical OR of `mine` over all ranks. */
+static gin_result_t comm_any(gin_comm_t c, int mine, int *any_out) {
+  int *all = (int *)calloc((size_t)c->nranks, sizeof(int));
+  if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init");
+  all[c->rank] = mine;
+  gin_result_t res = gin_bs_allgather(c->bs, all, sizeof(int));
+  int any = 0;
+  for (int r = 0; r < c->nranks; r++) any |= all[r];
+  free(all);
+  if (res == GIN_SUCCESS) *any_out = any;
+  return res;
+}
+
+static int comm_has_proxied(gin_comm_t c) {
+  for (int r = 0; r < c->nranks; r++)
+    if (c->path[r] == GIN_PATH_PROXY) return 1;
+  return 0;
 }
 
 static gin_result_t comm_map_peer_ctrl(gin_comm_t c) {
@@ -109,7 +165,7 @@ static gin_result_t comm_map_peer_ctrl(gin_comm_t c) {
       devtab[r] = c->ctrl_dev;
       continue;
     }
-    if (c->path[r] != GIN_PATH_DIRECT) continue;
+    if (!c->path_mapped[r]) continue;
     void *host = NULL, *dev = NULL;
     res = gin_arch_hostmem_import(&c->peers[r].ctrl, sizeof(gin_ctrl_t), &host,
                                   &dev, &c->peer_ctrl_cookie[r]);
@@ -139,6 +195,8 @@ static void comm_free(gin_comm_t c) {
   free(c->peer_ctrl_cookie);
   free(c->lsa_ranks);
   free(c->path);
+  free(c->path_mapped);
+  free(c->transport);
   free(c->peers);
   if (c->bs) gin_bs_destroy(c->bs);
   free(c);
@@ -172,11 +230,13 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   size_t n = (size_t)nranks;
   c->peers = (gin_peer_info_t *)calloc(n, sizeof *c->peers);
   c->path = (uint8_t *)calloc(n, 1);
+  c->path_mapped = (uint8_t *)calloc(n, 1);
+  c->transport = (uint8_t *)calloc(n, 1);
   c->lsa_ranks = (int *)calloc(n, sizeof(int));
   c->peer_ctrl = (gin_ctrl_t **)calloc(n, sizeof(gin_ctrl_t *));
   c->peer_ctrl_cookie = (void **)calloc(n, sizeof(void *));
-  if (!c->peers || !c->path || !c->lsa_ranks || !c->peer_ctrl ||
-      !c->peer_ctrl_cookie) {
+  if (!c->peers || !c->path || !c->path_mapped || !c->transport ||
+      !c->lsa_ranks || !c->peer_ctrl || !c->peer_ctrl_cookie) {
     res = GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: tables for %d ranks", nranks);
     goto free_comm;
   }
@@ -213,8 +273,12 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   GIN_CHECK_GOTO(comm_setup_paths(c), res, free_comm);
   GIN_CHECK_GOTO(comm_map_peer_ctrl(c), res, free_comm);
   GIN_CHECK_GOTO(gin_window_init_(c), res, fini_windows);
+  /* Every rank takes part, so that a transport's setup is collective. */
+  int any_proxy = comm_has_proxied(c), all_proxy = 0;
+  GIN_CHECK_GOTO(comm_any(c, any_proxy, &all_proxy), res, fini_windows);
+  if (all_proxy) GIN_CHECK_GOTO(gin_proxy_attach(c), res, fini_windows);
   /* Nobody returns before every peer has mapped what it needs. */
-  GIN_CHECK_GOTO(gin_bs_barrier(c->bs), res, fini_windows);
+  GIN_CHECK_GOTO(gin_bs_barrier(c->bs), res, detach_proxy);
 
   pthread_mutex_lock(&live_lock);
   c->next_live = live_head;
@@ -225,6 +289,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   *comm_out = c;
   return GIN_SUCCESS;
 
+detach_proxy:
+  gin_proxy_detach(c);
 fini_windows:
   gin_window_fini_(c);
 free_comm:
@@ -244,6 +310,7 @@ gin_result_t gin_comm_destroy(gin_comm_t comm) {
     return GIN_ERROR(GIN_ERR_STATE,
                      "gin_comm_destroy: communicator %p destroyed twice",
                      (void *)comm);
+  gin_proxy_detach(comm);
   gin_window_fini_(comm);
   gin_devcomm_fini_(comm);
   comm_free(comm);
@@ -346,6 +413,21 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
     return GIN_ERROR(GIN_ERR_INVALID,
                      "rank %d: barrier slot %lld outside [0, %llu) or bad team",
                      r, id, a0);
+  case GIN_DEVERR_TIMEOUT_RING:
+    return GIN_ERROR(GIN_ERR_TIMEOUT,
+                     "rank %d: no free slot in the proxy ring of context %lld "
+                     "for %llu ms (peer %lld): the proxy is stuck or too slow",
+                     r, id, a0 / 1000000ull, peer);
+  case GIN_DEVERR_TIMEOUT_FLUSH:
+    return GIN_ERROR(GIN_ERR_TIMEOUT,
+                     "rank %d: flush of context %lld waited %llu ms for the "
+                     "proxy (consumed %llu of %llu)",
+                     r, id, a0 / 1000000ull, seen, exp);
+  case GIN_DEVERR_BAD_DESC:
+  case GIN_DEVERR_TRANSPORT:
+    return GIN_ERROR(e->kind == GIN_DEVERR_BAD_DESC ? GIN_ERR_INVALID
+                                                    : GIN_ERR_REMOTE,
+                     "rank %d: %s", r, c->proxy_msg);
   case GIN_DEVERR_UNREACHABLE:
     return GIN_ERROR(GIN_ERR_UNSUPPORTED,
                      "rank %d: peer %lld has no path from this rank (path %llu)",

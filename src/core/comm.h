@@ -10,6 +10,14 @@
 
 #define GIN_HOSTID_BYTES 96
 
+/* Transport ids (src/transport), per proxied peer. */
+enum {
+  GIN_TRANSPORT_IPC_ID = 0,
+  GIN_TRANSPORT_NULL_ID = 1,
+  GIN_TRANSPORT_TCP_ID = 2,
+  GIN_TRANSPORT_MAX = 4
+};
+
 /* What every rank tells every other at init. */
 typedef struct gin_peer_info {
   char hostid[GIN_HOSTID_BYTES];
@@ -41,6 +49,10 @@ struct gin_comm {
   gin_bs_t *bs;
   gin_peer_info_t *peers;   /* [nranks] */
   uint8_t *path;            /* [nranks] GIN_PATH_* (host) */
+  uint8_t *path_mapped;     /* [nranks] 1 if the rank's memory is mapped here */
+  uint8_t *transport;       /* [nranks] transport id of proxied peers */
+  struct gin_proxy *proxy;  /* proxy threads and transports, or NULL */
+  char proxy_msg[256];      /* what the proxy reported, for the async error */
   uint8_t *path_dev;        /* device copy */
   int lsa_size, lsa_rank;
   int *lsa_ranks;           /* host */
@@ -89,6 +101,18 @@ gin_result_t gin_window_register_(gin_comm_t comm, void *ptr, size_t size,
                                   int internal, gin_window_t *win_out);
 gin_result_t gin_window_deregister_(gin_comm_t comm, gin_window_t win,
                                     int internal);
+
+/* The proxy layer (src/proxy). The one place the core calls up a layer:
+ * communicators with proxied peers start and stop their proxy. */
+struct gin_proxy;
+struct gin_proxy_ring;
+gin_result_t gin_proxy_attach(gin_comm_t comm);
+void gin_proxy_detach(gin_comm_t comm);
+gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
+                                    uint32_t sig_win, int nsig_total,
+                                    struct gin_proxy_ring **rings_out);
+void gin_proxy_rings_destroy(gin_comm_t comm, struct gin_proxy_ring *rings,
+                             int n, void *dev_table);
 
 /* Device communicators (devcomm.c). */
 void gin_devcomm_fini_(gin_comm_t comm);

@@ -14,6 +14,9 @@ struct gin_devcomm_res {
   gin_window_t win;     /* its internal window */
   void *local;          /* dev memory: shadows | counters | epochs */
   void *peertab;        /* dev memory: 3 x nranks pointers */
+  struct gin_proxy_ring *rings; /* proxy rings, one per context */
+  int nrings;
+  void *ring_table;     /* device view of the rings */
   struct gin_devcomm_res *next;
 };
 
@@ -47,6 +50,7 @@ static gin_result_t reqs_resolve(const gin_devcomm_reqs_t *in,
 }
 
 static void res_free(gin_comm_t c, gin_devcomm_res_t *d, int registered) {
+  gin_proxy_rings_destroy(c, d->rings, d->nrings, d->ring_table);
   if (registered) gin_window_deregister_(c, d->win, 1);
   if (d->shared) gin_mem_free(d->shared);
   gin_arch_dev_free(d->local);
@@ -139,6 +143,13 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   dc.ctrl = comm->ctrl_dev;
   dc.peer_ctrl = comm->peer_ctrl_devtab;
   d->id = dc.id = ++comm->next_devcomm_id;
+  if (comm->proxy) {
+    GIN_CHECK_GOTO(gin_proxy_rings_create(comm, &dc, d->win.idx,
+                                          r.signals + (int)nbar, &d->rings),
+                   res, free_res);
+    d->nrings = dc.nctx;
+    d->ring_table = dc.rings;
+  }
 
   /* Peers may signal as soon as they return: wait until all are set up. */
   GIN_CHECK_GOTO(gin_bs_barrier(comm->bs), res, free_res);

@@ -87,9 +87,9 @@ static void slot_unmap(gin_comm_t c, gin_win_slot_t *w) {
 static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
                              const win_rec_t *recs) {
   for (int r = 0; r < c->nranks; r++) {
-    if (c->path[r] == GIN_PATH_SELF) {
+    if (r == c->rank) {
       w->bases[r] = (char *)w->ptr;
-    } else if (c->path[r] == GIN_PATH_DIRECT) {
+    } else if (c->path_mapped[r]) {
       void *p = NULL;
       gin_result_t res = gin_arch_shm_import(&recs[r].handle,
                                              recs[r].alloc_size, &p,

@@ -41,7 +41,7 @@ expect_no_survivors() { # expect_no_survivors MARKER WHAT
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # 1. prefixed output, job variables, long and unterminated lines
-timeout 60 "$GINRUN" -n 3 "$CHILD" print "$MARK.p" >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 3 "$CHILD" print "$MARK.p" >"$OUT" 2>"$ERR"
 expect_rc 0 $? "print"
 for r in 0 1 2; do
   expect_line "$OUT" "^\[$r\] out line 1 of rank $r\$" "stdout of rank $r"
@@ -56,26 +56,26 @@ done
 grep -v '^\[[0-2]\] ' "$OUT" "$ERR" | grep -q . && fail "lines without a rank prefix"
 [ "$(wc -l <"$OUT")" -eq 12 ] || fail "stdout has $(wc -l <"$OUT") lines, expected 12"
 
-timeout 60 "$GINRUN" --no-prefix -n 2 "$CHILD" print "$MARK.q" >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" --no-prefix -n 2 "$CHILD" print "$MARK.q" >"$OUT" 2>"$ERR"
 expect_rc 0 $? "--no-prefix"
 expect_line "$OUT" "^out line 1 of rank 1\$" "--no-prefix stdout"
 grep -q '^\[' "$OUT" && fail "--no-prefix still prefixes"
 
 # 2. a rank exits non-zero: named, job stopped, ginrun exits with its code
-timeout 60 "$GINRUN" -n 3 "$CHILD" exit 2 3 "$MARK.e" >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 3 "$CHILD" exit 2 3 "$MARK.e" >"$OUT" 2>"$ERR"
 expect_rc 3 $? "failing rank"
 expect_line "$ERR" "^ginrun: rank 2 exited with code 3\$" "failing rank message"
 expect_no_survivors "$MARK.e" "failing rank"
 
 # 3. a rank killed by a signal
-timeout 60 "$GINRUN" -n 3 "$CHILD" kill 1 "$MARK.k" >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 3 "$CHILD" kill 1 "$MARK.k" >"$OUT" 2>"$ERR"
 expect_rc 137 $? "killed rank"
 expect_line "$ERR" "^ginrun: rank 1 killed by signal 9 (Killed)\$" "killed rank message"
 expect_no_survivors "$MARK.k" "killed rank"
 
 # 4. --timeout
 t0=$(now_ms)
-timeout 60 "$GINRUN" -n 2 --timeout 1 "$CHILD" sleep "$MARK.t" >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 2 --timeout 1 "$CHILD" sleep "$MARK.t" >"$OUT" 2>"$ERR"
 expect_rc 124 $? "--timeout"
 t=$(($(now_ms) - t0))
 expect_line "$ERR" "^ginrun: job timed out after 1 s" "--timeout message"
@@ -84,7 +84,7 @@ expect_no_survivors "$MARK.t" "--timeout"
 
 # 5. ranks that ignore SIGTERM get SIGKILL after the grace period
 t0=$(now_ms)
-timeout 60 "$GINRUN" -n 2 --timeout=0.5 "$CHILD" sleep_noterm "$MARK.n" >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 2 --timeout=0.5 "$CHILD" sleep_noterm "$MARK.n" >"$OUT" 2>"$ERR"
 expect_rc 124 $? "SIGTERM ignored"
 t=$(($(now_ms) - t0))
 [ "$t" -ge 2300 ] && [ "$t" -lt 15000 ] || fail "grace period: took $t ms, expected 0.5 s + 2 s"
@@ -108,25 +108,25 @@ expect_no_survivors "$MARK.s" "SIGTERM to ginrun"
 for args in "" "-n" "-n 0 $CHILD" "-n abc $CHILD" "-n 1025 $CHILD" \
             "--timeout -1 $CHILD" "--bogus $CHILD"; do
   # shellcheck disable=SC2086
-  timeout 60 "$GINRUN" $args >"$OUT" 2>"$ERR"
+  timeout -k 10 60 "$GINRUN" $args >"$OUT" 2>"$ERR"
   expect_rc 2 $? "usage error for '$args'"
   expect_line "$ERR" "^usage: ginrun" "usage line for '$args'"
 done
-timeout 60 "$GINRUN" -n 2 /nonexistent/ginrun_no_such_prog >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 2 /nonexistent/ginrun_no_such_prog >"$OUT" 2>"$ERR"
 expect_rc 127 $? "missing program"
-timeout 60 "$GINRUN" -n 2 ginrun_no_such_prog_$$ >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 2 ginrun_no_such_prog_$$ >"$OUT" 2>"$ERR"
 expect_rc 127 $? "program not on PATH"
 expect_line "$ERR" "command not found" "program not on PATH message"
 
 # 8. --env lists the settings with their help
-timeout 60 "$GINRUN" --env >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" --env >"$OUT" 2>"$ERR"
 expect_rc 0 $? "--env"
 expect_line "$OUT" "^GIN_TIMEOUT_MS=" "--env GIN_TIMEOUT_MS"
 expect_line "$OUT" "^GIN_ROOT_ADDR=" "--env GIN_ROOT_ADDR"
 expect_line "$OUT" "^    bound in milliseconds" "--env help text"
 
 # 9. the ranks really bootstrap through the unique id ginrun made
-timeout 60 "$GINRUN" -n 4 "$CHILD" bootstrap >"$OUT" 2>"$ERR"
+timeout -k 10 60 "$GINRUN" -n 4 "$CHILD" bootstrap >"$OUT" 2>"$ERR"
 expect_rc 0 $? "bootstrap under ginrun"
 for r in 0 1 2 3; do
   expect_line "$OUT" "^\[$r\] rank $r allgather ok\$" "bootstrap of rank $r"

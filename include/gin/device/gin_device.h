@@ -30,12 +30,6 @@
 #include "gin/device/arch.h"
 #include "gin/device/types.h"
 
-/* What happens at the target once a put's payload has landed. */
-typedef enum gin_remote_kind {
-  GIN_REMOTE_NONE = 0,
-  GIN_REMOTE_SIGNAL_INC = 1, /* signal += 1 */
-  GIN_REMOTE_SIGNAL_ADD = 2  /* signal += value */
-} gin_remote_kind_t;
 /* A signal is used either with INC or with ADD between two resets. Each
  * update marks its kind at the target (checks builds); a wait on a signal
  * that saw both kinds fails with GIN_ERR_INVALID at the target. */
@@ -45,11 +39,6 @@ typedef struct gin_remote {
   uint64_t value;
 } gin_remote_t;
 
-/* What happens locally once a put's source has been consumed. */
-typedef enum gin_local_kind {
-  GIN_LOCAL_NONE = 0,
-  GIN_LOCAL_COUNTER_INC = 1 /* counter += 1 when the source is reusable */
-} gin_local_kind_t;
 typedef struct gin_local {
   int kind;
   int counter;

@@ -30,7 +30,8 @@ typedef struct gin_window {
 enum {
   GIN_PATH_NONE = 0,   /* not reachable from this rank (yet) */
   GIN_PATH_SELF = 1,   /* this rank */
-  GIN_PATH_DIRECT = 2  /* peer window mapped: load/store */
+  GIN_PATH_DIRECT = 2, /* peer window mapped: load/store */
+  GIN_PATH_PROXY = 3   /* descriptors to the CPU proxy through a ring */
 };
 
 /* One window table slot, as device code sees it. base[r] is rank r's window
@@ -42,6 +43,17 @@ typedef struct gin_dev_window {
   char **base;
 } gin_dev_window_t;
 
+/* What happens at the target once a put's payload has landed. */
+typedef enum gin_remote_kind {
+  GIN_REMOTE_NONE = 0,
+  GIN_REMOTE_SIGNAL_INC = 1, /* signal += 1 */
+  GIN_REMOTE_SIGNAL_ADD = 2  /* signal += value */
+} gin_remote_kind_t;
+/* What happens locally once a put's source has been consumed. */
+typedef enum gin_local_kind {
+  GIN_LOCAL_NONE = 0,
+  GIN_LOCAL_COUNTER_INC = 1 /* counter += 1 when the source is reusable */
+} gin_local_kind_t;
 /* Kinds of error a device call can record. */
 enum {
   GIN_DEVERR_NONE = 0,
@@ -57,7 +69,11 @@ enum {
   GIN_DEVERR_BAD_CONTEXT,
   GIN_DEVERR_SIGNAL_MIX,
   GIN_DEVERR_BAD_BARRIER,
-  GIN_DEVERR_UNREACHABLE
+  GIN_DEVERR_UNREACHABLE,
+  GIN_DEVERR_TIMEOUT_RING,  /* producer waited for a free slot */
+  GIN_DEVERR_TIMEOUT_FLUSH, /* flush waited for the proxy */
+  GIN_DEVERR_BAD_DESC,      /* the proxy rejected a descriptor */
+  GIN_DEVERR_TRANSPORT      /* the transport failed an operation */
 };
 
 /* First error a rank's kernels hit, for the host to report. Lives in the
@@ -116,6 +132,7 @@ typedef struct gin_devcomm {
   uint32_t checks;         /* device-side argument checks on */
   gin_ctrl_t *ctrl;        /* this rank's control page (device view) */
   gin_ctrl_t **peer_ctrl;  /* [nranks] peers' control pages, NULL if none */
+  struct gin_ring *rings;  /* [nctx] proxy rings (device view), or NULL */
   uint64_t id;             /* identifies the devcomm on its comm */
 } gin_devcomm_t;
 

@@ -2,6 +2,8 @@
 #ifndef GIN_DEVICE_IMPL_OPS_H
 #define GIN_DEVICE_IMPL_OPS_H
 
+#include "gin/device/proxy.h"
+
 #define GIN_COUNTER_BITS 56
 #define GIN_SIGMODE_INC 1u
 #define GIN_SIGMODE_ADD 2u
@@ -92,10 +94,64 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
   case GIN_PATH_SELF:
   case GIN_PATH_DIRECT:
     return GIN_SUCCESS;
+  case GIN_PATH_PROXY:
+    if (dc->rings) return GIN_SUCCESS;
+    break; /* no rings: no proxy */
   default:
-    return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w,
-                         -1, 0, dc->path[w], 0, 0);
+    break;
   }
+  return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w, -1,
+                       0, dc->path[w], 0, 0);
+}
+
+/* ---------------------------------------------------------------- proxy */
+
+/* Posts one descriptor on ctx's ring; called by every thread of the coop,
+ * thread 0 posts after the coop synchronised (so the proxy sees every
+ * thread's source bytes). Blocks, bounded, while the ring is full. */
+GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op,
+                                int w, gin_window_t dst, size_t dst_off,
+                                gin_window_t src, size_t src_off, size_t bytes,
+                                gin_remote_t remote, gin_local_t local,
+                                gin_coop_t coop) {
+  int rc = GIN_SUCCESS;
+  gin_coop_sync(coop);
+  if (gin_coop_rank(coop) == 0) {
+    gin_ring_t *ring = &dc->rings[ctx];
+    uint64_t s = gin_fetch_add_relaxed_u64(ring->prod, 1);
+    if (s - gin_load_acquire_u64(ring->cons) >= ring->size)
+      rc = gin_dev_wait_(dc, ring->cons, s - ring->size + 1, 64,
+                         GIN_DEVERR_TIMEOUT_RING, ctx, w);
+    if (rc == GIN_SUCCESS) {
+      gin_desc_t *d = &ring->slots[s & (ring->size - 1)];
+      d->op = (uint8_t)op;
+      d->remote = (uint8_t)remote.kind;
+      d->local = (uint8_t)local.kind;
+      d->version = GIN_DESC_VERSION;
+      d->peer = w;
+      d->signal = remote.signal;
+      d->counter = local.counter;
+      d->dst_win = GIN_DESC_WIN(dst);
+      d->src_win = GIN_DESC_WIN(src);
+      d->dst_off = dst_off;
+      d->src_off = src_off;
+      d->bytes = bytes;
+      d->signal_value = remote.value;
+      if (gin_coop_size(coop) > 1) gin_fence_system();
+      gin_store_release_u32(&d->flag, (uint32_t)(s / ring->size) + 1);
+    }
+  }
+  gin_coop_sync(coop);
+  return rc;
+}
+
+/* Waits until the proxy consumed everything posted on ctx so far. */
+GIN_DEVICE_FN int gin_dev_ring_drain_(const gin_devcomm_t *dc, int ctx) {
+  if (!dc->rings) return GIN_SUCCESS;
+  gin_ring_t *ring = &dc->rings[ctx];
+  uint64_t p = gin_load_acquire_u64(ring->prod);
+  return gin_dev_wait_(dc, ring->cons, p, 64, GIN_DEVERR_TIMEOUT_FLUSH, ctx,
+                       -1);
 }
 
 /* ------------------------------------------------------------------ put */
@@ -117,6 +173,9 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
 
+  if (dc->path[w] == GIN_PATH_PROXY)
+    return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
+                         bytes, remote, local, coop);
   /* Direct path: this coop's threads move the bytes themselves. */
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   gin_copy_coop(dw->base[w] + dst_off, sw->base[dc->rank] + src_off, bytes,
@@ -148,6 +207,9 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
       (rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
+  if (dc->path[w] == GIN_PATH_PROXY)
+    return gin_dev_post_(dc, ctx, GIN_OP_PUT_VALUE, w, dst, dst_off, dst,
+                         value, (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
   if (cr == 0) {
     char *d = dw->base[w] + dst_off;
@@ -172,6 +234,13 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if ((rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
+  if (dc->path[w] == GIN_PATH_PROXY) {
+    gin_window_t none;
+    none.idx = 0;
+    none.gen = 0;
+    return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0,
+                         remote, gin_local_none(), coop);
+  }
   gin_coop_sync(coop);
   if (gin_coop_rank(coop) == 0) rc = gin_dev_remote_(dc, w, remote, 2);
   return rc;
@@ -180,8 +249,10 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
 GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
   int rc = gin_dev_ctx_(dc, ctx);
   /* Direct puts copy synchronously: once every thread of the coop is past
-   * its stores, the sources are free. */
+   * its stores, the sources are free. Proxy puts are free once the proxy
+   * consumed them. */
   gin_coop_sync(coop);
+  if (rc == GIN_SUCCESS) rc = gin_dev_ring_drain_(dc, ctx);
   return rc;
 }
 
@@ -323,16 +394,35 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   for (int m = 0; m < team.size; m++) {
     int w = gin_team_world_rank(team, m);
-    if (dc->path[w] != GIN_PATH_SELF && dc->path[w] != GIN_PATH_DIRECT)
-      return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w,
-                           -1, 0, dc->path[w], 0, 0);
+    int rc = gin_dev_path_ok_(dc, w);
+    if (rc) return rc;
   }
-  /* Every thread's earlier writes must precede the arrivals. */
+  /* Every thread's earlier writes must precede the arrivals: direct ones
+   * by the fence, proxied ones by draining every ring (the transports
+   * deliver each peer's operations in the order they were consumed). */
   gin_coop_sync(coop);
   gin_fence_system();
+  for (int x = 0; x < dc->nctx; x++) {
+    int rc = gin_dev_ring_drain_(dc, x);
+    if (rc) return rc;
+  }
   uint64_t epoch = dc->bar_epoch[idx] + 1;
-  for (int m = cr; m < team.size; m += cs)
-    gin_add_release_u64(&dc->peer_bar[gin_team_world_rank(team, m)][idx], 1);
+  for (int m = 0; m < team.size; m++) {
+    int w = gin_team_world_rank(team, m);
+    if (dc->path[w] == GIN_PATH_PROXY) {
+      /* Arrival as a signal on the barrier counter, which follows the
+       * signals in the peer's signal memory. */
+      gin_window_t none;
+      none.idx = 0;
+      none.gen = 0;
+      int rc = gin_dev_post_(dc, 0, GIN_OP_BARRIER, w, none, 0, none, 0, 0,
+                             gin_remote_signal_add(dc->nsignals + idx, 1),
+                             gin_local_none(), coop);
+      if (rc) return rc;
+    } else if (m % cs == cr) {
+      gin_add_release_u64(&dc->peer_bar[w][idx], 1);
+    }
+  }
   int rc = gin_dev_wait_(dc, &dc->bar[idx], epoch * (uint64_t)team.size, 64,
                          GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
   gin_coop_sync(coop);

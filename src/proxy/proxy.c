@@ -1,0 +1,412 @@
+/*
+ * Proxy threads: drain rings in order, check each descriptor, hand it to
+ * the peer's transport, bump counters once sources are consumed, publish
+ * the consumer index. A bad descriptor is reported (rank, context, what was
+ * wrong) through the control page, the communicator is aborted, and the
+ * descriptor is dropped without touching any memory.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proxy/proxy.h"
+
+GIN_PARAM_INT(param_proxy_threads, "PROXY_THREADS", 1,
+              "proxy threads per communicator; rings are divided among them")
+GIN_PARAM_INT(param_ring_size, "PROXY_RING_SIZE", 512,
+              "descriptors per ring (power of two, 8..65536)")
+GIN_PARAM_INT(param_busy_poll, "PROXY_BUSY_POLL", 0,
+              "1: proxy threads never sleep when idle (lowest latency, one "
+              "core each); 0: they yield, then nap, when idle")
+
+#define PROXY_MAX_THREADS 16
+#define PROXY_BATCH 64
+
+struct gin_proxy {
+  gin_comm_t comm;
+  int nthreads;
+  pthread_t threads[PROXY_MAX_THREADS];
+  pthread_mutex_t lock; /* guards the ring list */
+  gin_proxy_ring_t *rings;
+  int stop;
+  int busy;
+  const gin_transport_ops_t *ops[GIN_TRANSPORT_MAX];
+  void *state[GIN_TRANSPORT_MAX];
+};
+
+typedef struct thread_arg {
+  struct gin_proxy *px;
+  int idx;
+} thread_arg_t;
+
+/* Records an error the proxy found (first one wins) and aborts. */
+static void proxy_fail(gin_comm_t c, int kind, int64_t peer, int64_t id,
+                       uint64_t a0, uint64_t a1, const char *msg) {
+  gin_dev_error_t *e = &c->ctrl->err;
+  uint32_t zero = 0;
+  if (__atomic_compare_exchange_n(&e->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    snprintf(c->proxy_msg, sizeof c->proxy_msg, "%s", msg);
+    e->kind = kind;
+    e->rank = c->rank;
+    e->peer = peer;
+    e->id = id;
+    e->expected = 0;
+    e->seen = 0;
+    e->arg0 = a0;
+    e->arg1 = a1;
+    __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
+  }
+  GIN_WARN(PROXY, "rank %d: %s", c->rank, msg);
+  gin_comm_abort(c);
+}
+
+/* Checks window handle `v` (packed) with [off, off+bytes) against the
+ * table; on failure writes why into msg. */
+static int win_ok(gin_comm_t c, uint32_t v, uint64_t off, uint64_t bytes,
+                  const char *what, char *msg, size_t len) {
+  uint32_t idx = GIN_DESC_WIN_IDX(v), gen = GIN_DESC_WIN_GEN(v);
+  if (idx >= c->max_windows || !c->wins[idx].live ||
+      (c->wins[idx].gen & 0xffffu) != gen) {
+    snprintf(msg, len, "%s window {idx %u, gen %u} is not registered", what,
+             idx, gen);
+    return 0;
+  }
+  uint64_t size = c->wins[idx].size;
+  if (off > size || bytes > size - off) {
+    snprintf(msg, len,
+             "%s offset %llu + %llu bytes is outside window %u of %llu bytes",
+             what, (unsigned long long)off, (unsigned long long)bytes, idx,
+             (unsigned long long)size);
+    return 0;
+  }
+  return 1;
+}
+
+/* Validates a descriptor copy; fills the transfer. 0 and msg if bad. */
+static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
+                      const gin_desc_t *d, gin_xfer_t *x, char *msg,
+                      size_t len) {
+  memset(x, 0, sizeof *x);
+  if (d->version != GIN_DESC_VERSION) {
+    snprintf(msg, len, "descriptor version %u, expected %u", d->version,
+             GIN_DESC_VERSION);
+    return 0;
+  }
+  if (d->peer < 0 || d->peer >= c->nranks || c->path[d->peer] != GIN_PATH_PROXY) {
+    snprintf(msg, len, "peer %d is not a proxied rank of %d", d->peer,
+             c->nranks);
+    return 0;
+  }
+  x->op = d->op == GIN_OP_BARRIER ? GIN_OP_SIGNAL : d->op;
+  x->peer = d->peer;
+  switch (d->op) {
+  case GIN_OP_PUT:
+    if (!win_ok(c, d->dst_win, d->dst_off, d->bytes, "destination", msg, len) ||
+        !win_ok(c, d->src_win, d->src_off, d->bytes, "source", msg, len))
+      return 0;
+    x->src = c->wins[GIN_DESC_WIN_IDX(d->src_win)].ptr;
+    x->src = (const char *)x->src + d->src_off;
+    break;
+  case GIN_OP_PUT_VALUE:
+    if (d->bytes < 1 || d->bytes > 8) {
+      snprintf(msg, len, "put_value of %llu bytes", (unsigned long long)d->bytes);
+      return 0;
+    }
+    if (!win_ok(c, d->dst_win, d->dst_off, d->bytes, "destination", msg, len))
+      return 0;
+    x->value = d->src_off;
+    break;
+  case GIN_OP_SIGNAL:
+  case GIN_OP_BARRIER:
+    if (d->remote == GIN_REMOTE_NONE) {
+      snprintf(msg, len, "signal operation without a signal");
+      return 0;
+    }
+    break;
+  default:
+    snprintf(msg, len, "unknown operation %u", d->op);
+    return 0;
+  }
+  x->bytes = d->bytes;
+  x->dst_win = GIN_DESC_WIN_IDX(d->dst_win);
+  x->dst_off = d->dst_off;
+  if (d->remote != GIN_REMOTE_NONE) {
+    /* Barrier arrivals address the counters after the signals. */
+    int lo = d->op == GIN_OP_BARRIER ? r->nsignals : 0;
+    int hi = d->op == GIN_OP_BARRIER ? r->nsig_total : r->nsignals;
+    if ((d->remote != GIN_REMOTE_SIGNAL_INC &&
+         d->remote != GIN_REMOTE_SIGNAL_ADD) ||
+        d->signal < lo || d->signal >= hi) {
+      snprintf(msg, len, "signal %d (action %u) outside [%d, %d)", d->signal,
+               d->remote, lo, hi);
+      return 0;
+    }
+    x->has_signal = 1;
+    x->sig_win = r->sig_win;
+    x->sig_off = (uint64_t)d->signal * 8;
+    x->sig_add = d->remote == GIN_REMOTE_SIGNAL_INC ? 1 : d->signal_value;
+    if (d->signal < r->nsignals) { /* barrier counters have no mode */
+      x->mode_off = (uint64_t)r->nsig_total * 8 + (uint64_t)d->signal * 4;
+      x->mode_bit = d->remote;
+    }
+  }
+  if (d->local != GIN_LOCAL_NONE &&
+      (d->local != GIN_LOCAL_COUNTER_INC || d->counter < 0 ||
+       d->counter >= r->ncounters)) {
+    snprintf(msg, len, "counter %d (action %u) outside [0, %d)", d->counter,
+             d->local, r->ncounters);
+    return 0;
+  }
+  return 1;
+}
+
+/* Hands one operation to its transport, retrying while it has no room
+ * (bounded by the timeout). */
+static gin_result_t proxy_issue(struct gin_proxy *px, const gin_xfer_t *x) {
+  gin_comm_t c = px->comm;
+  int t = c->transport[x->peer];
+  const gin_transport_ops_t *ops = px->ops[t];
+  uint64_t deadline = gin_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  for (;;) {
+    gin_result_t res = ops->put(px->state[t], x);
+    if (res != GIN_ERR_AGAIN) return res;
+    ops->progress(px->state[t]);
+    if (__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE))
+      return GIN_ERROR(GIN_ERR_ABORTED, "proxy: communicator aborted");
+    if (gin_now_ns() > deadline)
+      return GIN_ERROR(GIN_ERR_TIMEOUT,
+                       "proxy: transport %s had no room for %lld ms (peer %d)",
+                       ops->name, (long long)c->timeout_ms, x->peer);
+  }
+}
+
+/* Consumes up to PROXY_BATCH descriptors of a ring; returns how many. */
+static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
+  gin_comm_t c = px->comm;
+  int n = 0;
+  for (; n < PROXY_BATCH; n++) {
+    gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
+    uint32_t want = (uint32_t)(r->next / r->size) + 1;
+    if (__atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) != want) break;
+    gin_desc_t d = *slot;
+    gin_xfer_t x;
+    char msg[200];
+    if (!desc_check(c, r, &d, &x, msg, sizeof msg)) {
+      char full[256];
+      snprintf(full, sizeof full, "proxy rejected descriptor %llu of context %d: %s",
+               (unsigned long long)r->next, r->ctx, msg);
+      proxy_fail(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, r->next, 0, full);
+    } else if (!__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE)) {
+      gin_result_t res = proxy_issue(px, &x);
+      if (res != GIN_SUCCESS) {
+        char full[256];
+        snprintf(full, sizeof full, "transport %s, peer %d: %s",
+                 px->ops[c->transport[x.peer]]->name, x.peer, gin_last_error());
+        proxy_fail(c, GIN_DEVERR_TRANSPORT, x.peer, r->ctx, r->next, 0, full);
+      } else if (d.local == GIN_LOCAL_COUNTER_INC) {
+        gin_arch_atomic_add_u64(&r->counters[d.counter], 1);
+      }
+    }
+    r->next++;
+    __atomic_store_n(r->cons, r->next, __ATOMIC_RELEASE);
+  }
+  return n;
+}
+
+static void *proxy_main(void *p) {
+  thread_arg_t ta_copy = *(thread_arg_t *)p, *ta = &ta_copy;
+  free(p);
+  struct gin_proxy *px = ta->px;
+  uint32_t idle = 0;
+  while (!__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE)) {
+    int did = 0;
+    pthread_mutex_lock(&px->lock);
+    for (gin_proxy_ring_t *r = px->rings; r; r = r->next_ring)
+      if (r->thread == ta->idx) did += ring_drain(px, r);
+    pthread_mutex_unlock(&px->lock);
+    if (ta->idx == 0)
+      for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
+        if (px->ops[t]) px->ops[t]->progress(px->state[t]);
+    if (did) {
+      idle = 0;
+    } else if (!px->busy && ++idle > 256) {
+      if (idle < 16384) {
+        sched_yield();
+      } else {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+      }
+    }
+  }
+  return NULL;
+}
+
+gin_result_t gin_proxy_attach(gin_comm_t c) {
+  struct gin_proxy *px = (struct gin_proxy *)calloc(1, sizeof *px);
+  if (!px) return GIN_ERROR(GIN_ERR_NOMEM, "proxy");
+  px->comm = c;
+  pthread_mutex_init(&px->lock, NULL);
+  int64_t nt = param_proxy_threads();
+  px->nthreads = nt < 1 ? 1 : nt > PROXY_MAX_THREADS ? PROXY_MAX_THREADS : (int)nt;
+  px->busy = param_busy_poll() != 0;
+  gin_result_t res = GIN_SUCCESS;
+  uint8_t *use = (uint8_t *)calloc((size_t)c->nranks, 1);
+  if (!use) {
+    res = GIN_ERROR(GIN_ERR_NOMEM, "proxy");
+    goto free_proxy;
+  }
+  /* Collective: every rank initialises every transport in id order. */
+  for (int t = 0; t < GIN_TRANSPORT_MAX && res == GIN_SUCCESS; t++) {
+    const gin_transport_ops_t *ops = gin_transport_get(t);
+    if (!ops) continue;
+    for (int r = 0; r < c->nranks; r++)
+      use[r] = c->path[r] == GIN_PATH_PROXY && c->transport[r] == t;
+    res = ops->init(c, use, &px->state[t]);
+    if (res == GIN_SUCCESS) px->ops[t] = ops;
+  }
+  free(use);
+  if (res != GIN_SUCCESS) goto fini_transports;
+  c->proxy = px;
+  for (int i = 0; i < px->nthreads; i++) {
+    thread_arg_t *ta = (thread_arg_t *)malloc(sizeof *ta);
+    if (!ta) {
+      res = GIN_ERROR(GIN_ERR_NOMEM, "proxy thread");
+      break;
+    }
+    ta->px = px;
+    ta->idx = i;
+    int e = pthread_create(&px->threads[i], NULL, proxy_main, ta);
+    if (e != 0) {
+      free(ta);
+      res = GIN_ERROR(GIN_ERR_SYSTEM, "proxy thread %d: %s", i, strerror(e));
+      px->nthreads = i;
+      break;
+    }
+  }
+  if (res != GIN_SUCCESS) {
+    gin_proxy_detach(c);
+    return res;
+  }
+  GIN_INFO(PROXY, "rank %d: %d proxy thread(s), rings of %lld", c->rank,
+           px->nthreads, (long long)param_ring_size());
+  return GIN_SUCCESS;
+
+fini_transports:
+  for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
+    if (px->ops[t]) px->ops[t]->fini(px->state[t]);
+free_proxy:
+  pthread_mutex_destroy(&px->lock);
+  free(px);
+  return res;
+}
+
+void gin_proxy_detach(gin_comm_t c) {
+  struct gin_proxy *px = c->proxy;
+  if (!px) return;
+  __atomic_store_n(&px->stop, 1, __ATOMIC_RELEASE);
+  for (int i = 0; i < px->nthreads; i++) pthread_join(px->threads[i], NULL);
+  for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
+    if (px->ops[t]) px->ops[t]->fini(px->state[t]);
+  pthread_mutex_destroy(&px->lock);
+  free(px);
+  c->proxy = NULL;
+}
+
+gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
+                                    uint32_t sig_win, int nsig_total,
+                                    gin_proxy_ring_t **rings_out) {
+  struct gin_proxy *px = c->proxy;
+  int64_t size = param_ring_size();
+  if (size < 8 || size > 65536 || (size & (size - 1)))
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "GIN_PROXY_RING_SIZE=%lld is not a power of two in "
+                     "[8, 65536]",
+                     (long long)size);
+  int n = dc->nctx;
+  gin_proxy_ring_t *rings = (gin_proxy_ring_t *)calloc((size_t)n, sizeof *rings);
+  gin_ring_t *devtab = (gin_ring_t *)calloc((size_t)n, sizeof *devtab);
+  gin_result_t res = GIN_SUCCESS;
+  if (!rings || !devtab) {
+    res = GIN_ERROR(GIN_ERR_NOMEM, "proxy rings");
+    goto fail;
+  }
+  for (int i = 0; i < n && res == GIN_SUCCESS; i++) {
+    gin_proxy_ring_t *r = &rings[i];
+    r->size = (uint32_t)size;
+    r->ctx = i;
+    r->thread = i % px->nthreads;
+    r->sig_win = sig_win;
+    r->nsig_total = nsig_total;
+    r->nsignals = dc->nsignals;
+    r->ncounters = dc->ncounters;
+    r->counters = dc->counters;
+    r->mem_bytes = (size_t)size * sizeof(gin_desc_t) + 64;
+    gin_arch_handle_t h;
+    res = gin_arch_hostmem_alloc(r->mem_bytes, &r->mem, &r->mem_dev, &h,
+                                 &r->mem_cookie);
+    if (res == GIN_SUCCESS) res = gin_arch_dev_alloc(sizeof(uint64_t), (void **)&r->prod);
+    if (res != GIN_SUCCESS) break;
+    r->slots = (gin_desc_t *)r->mem;
+    r->cons = (uint64_t *)((char *)r->mem + (size_t)size * sizeof(gin_desc_t));
+    devtab[i].slots = (gin_desc_t *)r->mem_dev;
+    devtab[i].cons = (const uint64_t *)((char *)r->mem_dev +
+                                        (size_t)size * sizeof(gin_desc_t));
+    devtab[i].prod = r->prod;
+    devtab[i].size = (uint32_t)size;
+  }
+  void *dev = NULL;
+  if (res == GIN_SUCCESS)
+    res = gin_arch_dev_alloc(sizeof(gin_ring_t) * (size_t)n, &dev);
+  if (res == GIN_SUCCESS)
+    res = gin_arch_copy(dev, devtab, sizeof(gin_ring_t) * (size_t)n);
+  if (res != GIN_SUCCESS) {
+    gin_arch_dev_free(dev);
+    goto fail;
+  }
+  free(devtab);
+  for (int i = 0; i < n; i++) rings[i].next_ring = i + 1 < n ? &rings[i + 1] : NULL;
+  pthread_mutex_lock(&px->lock);
+  rings[n - 1].next_ring = px->rings;
+  px->rings = rings;
+  pthread_mutex_unlock(&px->lock);
+  dc->rings = (gin_ring_t *)dev;
+  *rings_out = rings;
+  return GIN_SUCCESS;
+
+fail:
+  if (rings)
+    for (int i = 0; i < n; i++) {
+      if (rings[i].mem)
+        gin_arch_hostmem_free(rings[i].mem, rings[i].mem_bytes, rings[i].mem_cookie);
+      gin_arch_dev_free(rings[i].prod);
+    }
+  free(rings);
+  free(devtab);
+  return res;
+}
+
+void gin_proxy_rings_destroy(gin_comm_t c, gin_proxy_ring_t *rings, int n,
+                             void *dev_table) {
+  struct gin_proxy *px = c->proxy;
+  if (!rings) return;
+  if (px) { /* gone already when the communicator is being destroyed */
+    /* The n rings are consecutive in the threads' list. */
+    pthread_mutex_lock(&px->lock);
+    gin_proxy_ring_t **pp = &px->rings;
+    while (*pp && *pp != rings) pp = &(*pp)->next_ring;
+    if (*pp) *pp = rings[n - 1].next_ring;
+    pthread_mutex_unlock(&px->lock);
+  }
+  for (int i = 0; i < n; i++) {
+    gin_arch_hostmem_free(rings[i].mem, rings[i].mem_bytes, rings[i].mem_cookie);
+    gin_arch_dev_free(rings[i].prod);
+  }
+  gin_arch_dev_free(dev_table);
+  free(rings);
+}

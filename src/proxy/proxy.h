@@ -1,0 +1,50 @@
+/*
+ * The proxy: CPU threads that drain the device communicators' rings,
+ * validate every descriptor against the peers and registered windows, and
+ * hand the operation to the peer's transport; they also drive the
+ * transports' progress (receiving side). Top host layer: uses transport/,
+ * core/ and arch/.
+ */
+#ifndef GIN_PROXY_H
+#define GIN_PROXY_H
+
+#include "gin/device/proxy.h"
+#include "transport/transport.h"
+
+/* One ring, host side. */
+typedef struct gin_proxy_ring {
+  gin_desc_t *slots;    /* host view */
+  uint64_t *cons;       /* host view of the consumer index */
+  uint64_t next;        /* next slot to consume */
+  uint32_t size;
+  int ctx;
+  int thread;           /* proxy thread serving it */
+  /* what descriptors are checked against */
+  uint32_t sig_win;     /* the devcomm's signal window slot */
+  int nsignals;
+  int nsig_total;       /* signals + barrier counters */
+  int ncounters;
+  uint64_t *counters;   /* device pointer of the devcomm's counters */
+  void *mem, *mem_cookie;
+  size_t mem_bytes;
+  void *mem_dev;
+  uint64_t *prod;       /* device memory */
+  struct gin_proxy_ring *next_ring;
+} gin_proxy_ring_t;
+
+/* Starts the proxy threads and transports of a communicator that has
+ * proxied peers (collective: every rank calls it). */
+gin_result_t gin_proxy_attach(gin_comm_t comm);
+/* Stops the threads and closes the transports. */
+void gin_proxy_detach(gin_comm_t comm);
+
+/* Creates the rings of one device communicator (nctx of them), fills
+ * dc->rings (device view), and hands them to the proxy threads. */
+gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
+                                    uint32_t sig_win, int nsig_total,
+                                    gin_proxy_ring_t **rings_out);
+/* Takes the rings away from the threads and frees them. */
+void gin_proxy_rings_destroy(gin_comm_t comm, gin_proxy_ring_t *rings,
+                             int n, void *dev_table);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * Transports: how the proxy moves one operation to a peer. Host side only.
+ * Each transport is an ops table filled with designated initialisers; the
+ * first field is the table's size (its version). Operations a transport
+ * does not have are NULL-free: they return GIN_ERR_UNSUPPORTED.
+ *
+ * Layering: transports use src/core (windows, bootstrap) and src/arch;
+ * src/proxy uses transports.
+ */
+#ifndef GIN_TRANSPORT_H
+#define GIN_TRANSPORT_H
+
+#include "core/comm.h"
+#include "gin/device/proxy.h"
+
+/* One operation, already validated by the proxy against the windows. */
+typedef struct gin_xfer {
+  int op;             /* GIN_OP_PUT, GIN_OP_PUT_VALUE, GIN_OP_SIGNAL */
+  int peer;           /* world rank */
+  const void *src;    /* PUT: source bytes (this rank's window) */
+  uint64_t value;     /* PUT_VALUE: the value (low `bytes` bytes) */
+  uint64_t bytes;
+  uint32_t dst_win;   /* window slot at the peer (symmetric) */
+  uint64_t dst_off;
+  int has_signal;
+  uint32_t sig_win;   /* the devcomm's signal window slot */
+  uint64_t sig_off;   /* byte offset of the 64-bit signal word */
+  uint64_t sig_add;
+  uint64_t mode_off;  /* offset of the signal's INC/ADD mode word, 0: none */
+  uint32_t mode_bit;  /* 1 INC, 2 ADD: or-ed in before the signal update */
+} gin_xfer_t;
+
+typedef struct gin_transport_ops {
+  size_t size; /* sizeof(gin_transport_ops_t) */
+  const char *name;
+  /* Collective over the communicator: every rank calls every transport's
+   * init. use[r] != 0 for the peers this rank will reach through it. */
+  gin_result_t (*init)(gin_comm_t comm, const uint8_t *use, void **state_out);
+  /* Starts one operation to x->peer; operations to one peer are delivered
+   * in the order they were started (payload before its signal). Returns
+   * once x->src may be reused. GIN_ERR_AGAIN: no room now, call again. */
+  gin_result_t (*put)(void *state, const gin_xfer_t *x);
+  /* Drives sends and applies received operations; never blocks long. */
+  gin_result_t (*progress)(void *state);
+  void (*fini)(void *state);
+} gin_transport_ops_t;
+
+/* Transport ids: GIN_TRANSPORT_*_ID in core/comm.h. */
+
+extern const gin_transport_ops_t gin_transport_ipc;
+extern const gin_transport_ops_t gin_transport_null;
+
+/* The table for transport id t, or NULL. */
+const gin_transport_ops_t *gin_transport_get(int t);
+
+#endif
