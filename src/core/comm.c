@@ -26,8 +26,9 @@ GIN_PARAM_STR(param_backend, "BACKEND", "auto",
               "direct (load/store only), proxy (every peer through the CPU "
               "proxy, also those that could go direct)")
 GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
-              "transport of proxied peers: auto (ipc on this machine), ipc, "
-              "or null (completes at once, moves nothing: ring measurements)")
+              "transport of proxied peers: auto (ipc on this machine, tcp to "
+              "other hosts), ipc, tcp (also on this machine), or null "
+              "(completes at once, moves nothing: ring measurements)")
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gin_comm *live_head;
@@ -99,10 +100,14 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
   if (!force_proxy && !direct_only && strcmp(backend, "auto") != 0)
     return GIN_ERROR(GIN_ERR_INVALID,
                      "GIN_BACKEND=%s: expected auto, direct or proxy", backend);
-  int tnull = strcmp(tr, "null") == 0;
-  if (!tnull && strcmp(tr, "auto") != 0 && strcmp(tr, "ipc") != 0)
+  int tnull = strcmp(tr, "null") == 0, ttcp = strcmp(tr, "tcp") == 0;
+  if (!tnull && !ttcp && strcmp(tr, "auto") != 0 && strcmp(tr, "ipc") != 0)
     return GIN_ERROR(GIN_ERR_INVALID,
-                     "GIN_TRANSPORT=%s: expected auto, ipc or null", tr);
+                     "GIN_TRANSPORT=%s: expected auto, ipc, tcp or null", tr);
+  int have_tcp = gin_transport_available(GIN_TRANSPORT_TCP_ID);
+  if (ttcp && !have_tcp)
+    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                     "GIN_TRANSPORT=tcp: this build has no tcp transport");
   c->lsa_size = 0;
   int proxied = 0;
   for (int r = 0; r < c->nranks; r++) {
@@ -110,21 +115,27 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
     c->path_mapped[r] =
         r == c->rank || (strncmp(p->hostid, me->hostid, GIN_HOSTID_BYTES) == 0 &&
                          gin_arch_can_map(&me->dev, &p->dev));
-    if (force_proxy && (c->path_mapped[r] || tnull))
-      c->path[r] = GIN_PATH_PROXY;
-    else if (c->path_mapped[r])
+    int t = tnull ? GIN_TRANSPORT_NULL_ID
+            : ttcp || !c->path_mapped[r] ? GIN_TRANSPORT_TCP_ID
+                                         : GIN_TRANSPORT_IPC_ID;
+    if (c->path_mapped[r] && !force_proxy)
       c->path[r] = r == c->rank ? GIN_PATH_SELF : GIN_PATH_DIRECT;
+    else if (!direct_only && (t != GIN_TRANSPORT_TCP_ID || have_tcp))
+      c->path[r] = GIN_PATH_PROXY;
     else
-      c->path[r] = GIN_PATH_NONE; /* other hosts: the tcp transport's job */
-    c->transport[r] = tnull ? GIN_TRANSPORT_NULL_ID : GIN_TRANSPORT_IPC_ID;
+      c->path[r] = GIN_PATH_NONE;
+    c->transport[r] = (uint8_t)t;
     proxied |= c->path[r] == GIN_PATH_PROXY;
     if (c->path_mapped[r]) {
       if (r == c->rank) c->lsa_rank = c->lsa_size;
       c->lsa_ranks[c->lsa_size++] = r;
     }
-    GIN_INFO(INIT, "rank %d: peer %d path %s%s", c->rank, r,
+    static const char *tnames[] = {"ipc", "null", "tcp", "?"};
+    GIN_INFO(INIT, "rank %d: peer %d path %s%s%s%s", c->rank, r,
              path_name(c->path[r]),
-             c->path[r] == GIN_PATH_PROXY ? (tnull ? " (null)" : " (ipc)") : "");
+             c->path[r] == GIN_PATH_PROXY ? " (" : "",
+             c->path[r] == GIN_PATH_PROXY ? tnames[t & 3] : "",
+             c->path[r] == GIN_PATH_PROXY ? ")" : "");
   }
   if (proxied && !gin_arch_proxy_supported())
     return GIN_ERROR(GIN_ERR_UNSUPPORTED,
@@ -240,6 +251,7 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
     res = GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: tables for %d ranks", nranks);
     goto free_comm;
   }
+  c->uid = *uid;
   GIN_CHECK_GOTO(gin_bs_init(uid, rank, nranks, c->timeout_ms, &c->bs), res,
                  free_comm);
 

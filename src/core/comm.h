@@ -47,6 +47,7 @@ struct gin_comm {
   int rank, nranks;
   int64_t timeout_ms;
   gin_bs_t *bs;
+  gin_unique_id_t uid;      /* the job's id: root address and secret */
   gin_peer_info_t *peers;   /* [nranks] */
   uint8_t *path;            /* [nranks] GIN_PATH_* (host) */
   uint8_t *path_mapped;     /* [nranks] 1 if the rank's memory is mapped here */
@@ -113,6 +114,9 @@ gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
                                     struct gin_proxy_ring **rings_out);
 void gin_proxy_rings_destroy(gin_comm_t comm, struct gin_proxy_ring *rings,
                              int n, void *dev_table);
+
+/* Whether transport id t is built in (src/transport/transport.c). */
+int gin_transport_available(int t);
 
 /* Device communicators (devcomm.c). */
 void gin_devcomm_fini_(gin_comm_t comm);

@@ -8,3 +8,5 @@ const gin_transport_ops_t *gin_transport_get(int t) {
   default: return NULL;
   }
 }
+
+int gin_transport_available(int t) { return gin_transport_get(t) != NULL; }
