@@ -41,8 +41,8 @@ extern char **environ;
 
 /* One output pipe of one rank. */
 typedef struct ginrun_stream {
-  int fd;      /* -1 once at EOF */
-  int out_fd;  /* where it goes: 1 or 2 */
+  int fd;     /* -1 once at EOF */
+  int out_fd; /* where it goes: 1 or 2 */
   int rank;
   int midline; /* a partial line was already written */
   size_t len;
@@ -127,8 +127,7 @@ static char *ginrun_find_prog(const char *prog) {
     snprintf(full, dlen + plen + 3, "%.*s/%s", (int)(dlen ? dlen : 1),
              dlen ? path : ".", prog);
     struct stat st;
-    if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
-        access(full, X_OK) == 0)
+    if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
       return full;
     free(full);
     path += dlen + (end ? 1 : 0);
@@ -145,7 +144,8 @@ static char **ginrun_make_env(int r, int n, const char *uid) {
       "GIN_RANK=", "GIN_NRANKS=", "GIN_LOCAL_RANK=", "GIN_LOCAL_SIZE=",
       "GIN_UNIQUE_ID="};
   size_t count = 0;
-  while (environ[count]) count++;
+  while (environ[count])
+    count++;
   char **env = calloc(count + GINRUN_NVARS + 1, sizeof *env);
   if (!env) return NULL;
   if (asprintf(&env[0], "GIN_RANK=%d", r) < 0 ||
@@ -153,7 +153,8 @@ static char **ginrun_make_env(int r, int n, const char *uid) {
       asprintf(&env[2], "GIN_LOCAL_RANK=%d", r) < 0 ||
       asprintf(&env[3], "GIN_LOCAL_SIZE=%d", n) < 0 ||
       asprintf(&env[4], "GIN_UNIQUE_ID=%s", uid) < 0) {
-    for (int i = 0; i < GINRUN_NVARS; i++) free(env[i]);
+    for (int i = 0; i < GINRUN_NVARS; i++)
+      free(env[i]);
     free(env);
     return NULL;
   }
@@ -169,7 +170,8 @@ static char **ginrun_make_env(int r, int n, const char *uid) {
 
 static void ginrun_free_env(char **env) {
   if (!env) return;
-  for (int i = 0; i < GINRUN_NVARS; i++) free(env[i]);
+  for (int i = 0; i < GINRUN_NVARS; i++)
+    free(env[i]);
   free(env);
 }
 
@@ -218,8 +220,10 @@ static void ginrun_stream_read(ginrun_t *job, ginrun_stream_t *s) {
   ssize_t n = read(s->fd, s->buf + s->len, sizeof s->buf - s->len);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) { /* EOF: flush a last line without newline */
-    if (s->len > 0) ginrun_emit(job, s, s->buf, s->len, 1);
-    else if (s->midline) ginrun_write(s->out_fd, "\n", 1);
+    if (s->len > 0)
+      ginrun_emit(job, s, s->buf, s->len, 1);
+    else if (s->midline)
+      ginrun_write(s->out_fd, "\n", 1);
     s->len = 0;
     s->midline = 0;
     close(s->fd);
@@ -260,8 +264,7 @@ static int ginrun_check_ranks(ginrun_t *job) {
     if (si.si_code == CLD_EXITED && si.si_status == 0) continue;
     if (job->stopping) continue; /* a consequence of our stopping */
     if (si.si_code == CLD_EXITED) {
-      fprintf(stderr, "ginrun: rank %d exited with code %d\n", r,
-              si.si_status);
+      fprintf(stderr, "ginrun: rank %d exited with code %d\n", r, si.si_status);
       ginrun_stop(job, SIGTERM, si.si_status);
     } else {
       fprintf(stderr, "ginrun: rank %d killed by signal %d (%s)\n", r,
@@ -340,7 +343,8 @@ static void ginrun_loop(ginrun_t *job) {
   for (;;) {
     int running = ginrun_check_ranks(job);
     int open = 0;
-    for (int i = 0; i < 2 * job->nranks; i++) open += job->streams[i].fd >= 0;
+    for (int i = 0; i < 2 * job->nranks; i++)
+      open += job->streams[i].fd >= 0;
     uint64_t now = ginrun_now_ns();
     if (running == 0 && drain_end == UINT64_MAX) {
       ginrun_signal_job(job, SIGKILL); /* whatever the ranks left behind */
@@ -350,8 +354,10 @@ static void ginrun_loop(ginrun_t *job) {
     if (sig_count != seen_signals) {
       int sig = sig_pending;
       if (seen_signals == 0 && !job->stopping)
-        fprintf(stderr, "ginrun: got signal %d (%s), forwarding it to the "
-                "ranks\n", sig, strsignal(sig));
+        fprintf(stderr,
+                "ginrun: got signal %d (%s), forwarding it to the "
+                "ranks\n",
+                sig, strsignal(sig));
       if (seen_signals > 0 || job->stopping) { /* again: no more grace */
         ginrun_signal_job(job, SIGKILL);
         job->killed = 1;
@@ -360,8 +366,10 @@ static void ginrun_loop(ginrun_t *job) {
       seen_signals = sig_count;
     }
     if (now >= job_end && !job->stopping) {
-      fprintf(stderr, "ginrun: job timed out after %g s; stopping %d "
-              "rank%s\n", job->timeout_s, running, running == 1 ? "" : "s");
+      fprintf(stderr,
+              "ginrun: job timed out after %g s; stopping %d "
+              "rank%s\n",
+              job->timeout_s, running, running == 1 ? "" : "s");
       ginrun_stop(job, SIGTERM, 124);
     }
     if (job->stopping && !job->killed && now >= job->kill_at_ns) {
@@ -397,8 +405,7 @@ static int ginrun_run(ginrun_t *job, const char *path, char **prog_argv) {
   char uid_str[2 * GIN_UNIQUE_ID_BYTES + 1];
   if (gin_get_unique_id(n, &uid) != GIN_SUCCESS ||
       gin_unique_id_to_string(&uid, uid_str, sizeof uid_str) != GIN_SUCCESS) {
-    fprintf(stderr, "ginrun: cannot create the job id: %s\n",
-            gin_last_error());
+    fprintf(stderr, "ginrun: cannot create the job id: %s\n", gin_last_error());
     return 1;
   }
   job->ranks = calloc((size_t)n, sizeof *job->ranks);
@@ -407,7 +414,8 @@ static int ginrun_run(ginrun_t *job, const char *path, char **prog_argv) {
   if (!job->ranks || !job->streams || !envs) goto err_nomem;
   for (int r = 0; r < n; r++)
     if (!(envs[r] = ginrun_make_env(r, n, uid_str))) goto err_nomem;
-  for (int r = 0; r < 2 * n; r++) job->streams[r].fd = -1;
+  for (int r = 0; r < 2 * n; r++)
+    job->streams[r].fd = -1;
   if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     fprintf(stderr, "ginrun: pipe: %s\n", strerror(errno));
     goto out_free;
@@ -422,15 +430,15 @@ static int ginrun_run(ginrun_t *job, const char *path, char **prog_argv) {
   signal(SIGPIPE, SIG_IGN);
 
   for (; started < n; started++)
-    if (ginrun_spawn(job, started, path, prog_argv, envs[started]) != 0)
-      break;
+    if (ginrun_spawn(job, started, path, prog_argv, envs[started]) != 0) break;
   if (started < n) { /* reported; take down those started */
     ginrun_stop(job, SIGKILL, 1);
     job->killed = 1;
   }
   job->nranks = started;
   if (started > 0) ginrun_loop(job);
-  for (int r = 0; r < started; r++) waitpid(job->ranks[r].pid, NULL, 0);
+  for (int r = 0; r < started; r++)
+    waitpid(job->ranks[r].pid, NULL, 0);
   for (int r = 0; r < 2 * started; r++)
     if (job->streams[r].fd >= 0) close(job->streams[r].fd);
   code = job->exit_code < 0 ? 0 : job->exit_code;
@@ -438,7 +446,8 @@ static int ginrun_run(ginrun_t *job, const char *path, char **prog_argv) {
 err_nomem:
   fprintf(stderr, "ginrun: out of memory\n");
 out_free:
-  for (int r = 0; envs && r < n; r++) ginrun_free_env(envs[r]);
+  for (int r = 0; envs && r < n; r++)
+    ginrun_free_env(envs[r]);
   free(envs);
   free(job->streams);
   free(job->ranks);

@@ -62,11 +62,9 @@ void gin_arch_dev_free(void *ptr);
 gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes);
 gin_result_t gin_arch_memset(void *dst, int value, size_t bytes);
 
-/* Atomic add (release) on a 64-bit word the device reads (a signal or a
- * counter), from a CPU thread. GIN_ERR_UNSUPPORTED where the target cannot
- * do it yet (cuda: device memory). */
-gin_result_t gin_arch_atomic_add_u64(uint64_t *dev_ptr, uint64_t value);
-/* Whether the proxy path can serve this target. */
-int gin_arch_proxy_supported(void);
+/* Atomic add (release) from a CPU thread on a 64-bit word in host memory
+ * that the device reads (the proxy's part of a signal or counter; pass the
+ * CPU view). */
+gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value);
 
 #endif

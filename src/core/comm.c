@@ -109,7 +109,6 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
     return GIN_ERROR(GIN_ERR_UNSUPPORTED,
                      "GIN_TRANSPORT=tcp: this build has no tcp transport");
   c->lsa_size = 0;
-  int proxied = 0;
   for (int r = 0; r < c->nranks; r++) {
     gin_peer_info_t *p = &c->peers[r];
     c->path_mapped[r] =
@@ -125,7 +124,6 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
     else
       c->path[r] = GIN_PATH_NONE;
     c->transport[r] = (uint8_t)t;
-    proxied |= c->path[r] == GIN_PATH_PROXY;
     if (c->path_mapped[r]) {
       if (r == c->rank) c->lsa_rank = c->lsa_size;
       c->lsa_ranks[c->lsa_size++] = r;
@@ -137,11 +135,6 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
              c->path[r] == GIN_PATH_PROXY ? tnames[t & 3] : "",
              c->path[r] == GIN_PATH_PROXY ? ")" : "");
   }
-  if (proxied && !gin_arch_proxy_supported())
-    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
-                     "GIN_BACKEND=%s: the proxy path is not available on the "
-                     "cuda target yet; use GIN_BACKEND=auto or direct",
-                     backend);
   GIN_CHECK(gin_arch_copy(c->path_dev, c->path, (size_t)c->nranks));
   GIN_CHECK(gin_arch_copy(c->lsa_ranks_dev, c->lsa_ranks,
                           sizeof(int) * (size_t)c->lsa_size));

@@ -34,6 +34,9 @@ typedef struct gin_win_slot {
   void *ptr;          /* local memory */
   size_t size;
   char **bases;       /* [nranks] host mirror of the device base table */
+  char **hbases;      /* [nranks] CPU views (host-kind windows), else NULL */
+  int host_kind;      /* backed by host memory the device maps */
+  void *hptr;         /* CPU view of the local memory (host kind) */
   void **import_ptr;  /* [nranks] peer allocations mapped here */
   void **import_cookie;
   size_t *import_size;
@@ -98,8 +101,18 @@ void gin_mem_ref_(void *base, int delta);
 /* Windows (window.c). */
 gin_result_t gin_window_init_(gin_comm_t comm);
 void gin_window_fini_(gin_comm_t comm);
+/* Memory behind an internal window when it is not from gin_mem_alloc:
+ * host memory the device maps (gin_arch_hostmem_alloc). */
+typedef struct gin_win_mem {
+  void *host;           /* CPU view */
+  void *dev;            /* device view (the window's ptr) */
+  size_t size;
+  gin_arch_handle_t handle;
+} gin_win_mem_t;
+/* Registers a window; `hostmem` NULL: ptr is gin_mem_alloc memory. */
 gin_result_t gin_window_register_(gin_comm_t comm, void *ptr, size_t size,
-                                  int internal, gin_window_t *win_out);
+                                  int internal, const gin_win_mem_t *hostmem,
+                                  gin_window_t *win_out);
 gin_result_t gin_window_deregister_(gin_comm_t comm, gin_window_t win,
                                     int internal);
 
@@ -111,6 +124,7 @@ gin_result_t gin_proxy_attach(gin_comm_t comm);
 void gin_proxy_detach(gin_comm_t comm);
 gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
                                     uint32_t sig_win, int nsig_total,
+                                    uint64_t *counters_host,
                                     struct gin_proxy_ring **rings_out);
 void gin_proxy_rings_destroy(gin_comm_t comm, struct gin_proxy_ring *rings,
                              int n, void *dev_table);

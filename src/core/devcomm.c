@@ -17,6 +17,10 @@ struct gin_devcomm_res {
   struct gin_proxy_ring *rings; /* proxy rings, one per context */
   int nrings;
   void *ring_table;     /* device view of the rings */
+  gin_win_mem_t pmem;   /* host memory the proxy updates (if proxied) */
+  void *pmem_cookie;
+  gin_window_t pwin;    /* its internal window */
+  int pwin_live;
   struct gin_devcomm_res *next;
 };
 
@@ -51,6 +55,9 @@ static gin_result_t reqs_resolve(const gin_devcomm_reqs_t *in,
 
 static void res_free(gin_comm_t c, gin_devcomm_res_t *d, int registered) {
   gin_proxy_rings_destroy(c, d->rings, d->nrings, d->ring_table);
+  if (registered && d->pwin_live) gin_window_deregister_(c, d->pwin, 1);
+  if (d->pmem.host)
+    gin_arch_hostmem_free(d->pmem.host, d->pmem.size, d->pmem_cookie);
   if (registered) gin_window_deregister_(c, d->win, 1);
   if (d->shared) gin_mem_free(d->shared);
   gin_arch_dev_free(d->local);
@@ -80,7 +87,7 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   /* Collective step: a local failure above makes everyone fail here. */
   gin_result_t wres =
       gin_window_register_(comm, res == GIN_SUCCESS ? d->shared : NULL,
-                           shared_bytes, 1, &d->win);
+                           shared_bytes, 1, NULL, &d->win);
   if (res == GIN_SUCCESS) res = wres;
   if (res != GIN_SUCCESS) {
     res_free(comm, d, 0);
@@ -144,8 +151,27 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   dc.peer_ctrl = comm->peer_ctrl_devtab;
   d->id = dc.id = ++comm->next_devcomm_id;
   if (comm->proxy) {
-    GIN_CHECK_GOTO(gin_proxy_rings_create(comm, &dc, d->win.idx,
-                                          r.signals + (int)nbar, &d->rings),
+    /* What the proxy updates lives in host memory the device maps, with
+     * the same layout as the shared part (signals | barriers | modes),
+     * then this rank's counters: CPU atomics there are atomic, where CPU
+     * and GPU atomics on one word would not be. */
+    size_t cnt_off = (shared_bytes + 63) / 64 * 64;
+    d->pmem.size = cnt_off + sizeof(uint64_t) * (size_t)r.counters;
+    GIN_CHECK_GOTO(gin_arch_hostmem_alloc(d->pmem.size, &d->pmem.host,
+                                          &d->pmem.dev, &d->pmem.handle,
+                                          &d->pmem_cookie),
+                   res, free_res);
+    GIN_CHECK_GOTO(gin_window_register_(comm, d->pmem.dev, shared_bytes, 1,
+                                        &d->pmem, &d->pwin),
+                   res, free_res);
+    d->pwin_live = 1;
+    char *pd = (char *)d->pmem.dev;
+    dc.psignals = (uint64_t *)pd;
+    dc.pmode = (uint32_t *)(pd + sig_bytes + bar_bytes);
+    dc.pcounters = (uint64_t *)(pd + cnt_off);
+    GIN_CHECK_GOTO(gin_proxy_rings_create(
+                       comm, &dc, d->pwin.idx, r.signals + (int)nbar,
+                       (uint64_t *)((char *)d->pmem.host + cnt_off), &d->rings),
                    res, free_res);
     d->nrings = dc.nctx;
     d->ring_table = dc.rings;

@@ -11,12 +11,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 
 #include "bootstrap.h"
 #include "core.h"
@@ -33,7 +33,7 @@ GIN_PARAM_STR(param_job_secret, "JOB_SECRET", "",
 typedef struct env_job {
   const char *launcher;
   int rank, nranks;
-  int multi_node; /* the launcher says ranks span hosts */
+  int multi_node;  /* the launcher says ranks span hosts */
   int port_offset; /* added to MASTER_PORT (torchrun: +1) */
   char jobid[512]; /* launcher's job id, "" if none */
 } env_job_t;
@@ -56,8 +56,8 @@ static gin_result_t env_int(const char *name, long lo, long hi,
   if (errno || end == v || *end != '\0')
     return GIN_ERROR(GIN_ERR_INVALID, "%s=\"%s\" is not an integer", name, v);
   if (x < lo || x > hi)
-    return GIN_ERROR(GIN_ERR_INVALID, "%s=%ld is out of range [%ld, %ld]",
-                     name, x, lo, hi);
+    return GIN_ERROR(GIN_ERR_INVALID, "%s=%ld is out of range [%ld, %ld]", name,
+                     x, lo, hi);
   *out = x;
   return GIN_SUCCESS;
 }
@@ -83,8 +83,8 @@ static gin_result_t env_detect(env_job_t *job) {
   const char *v;
   if (env_get("OMPI_COMM_WORLD_RANK") || env_get("OMPI_COMM_WORLD_SIZE")) {
     job->launcher = "Open MPI";
-    GIN_CHECK(env_rank_size(job, "OMPI_COMM_WORLD_RANK",
-                            "OMPI_COMM_WORLD_SIZE"));
+    GIN_CHECK(
+        env_rank_size(job, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"));
     if ((v = env_get("OMPI_MCA_ess_base_jobid")) ||
         (v = env_get("PMIX_NAMESPACE")) ||
         (v = env_get("OMPI_MCA_orte_ess_jobid")))
@@ -107,13 +107,14 @@ static gin_result_t env_detect(env_job_t *job) {
     const char *id = env_get("TORCHELASTIC_RUN_ID");
     const char *ma = env_get("MASTER_ADDR"), *mp = env_get("MASTER_PORT");
     if (id || (ma && mp))
-      snprintf(job->jobid, sizeof job->jobid, "torchrun:%s:%s:%s",
-               id ? id : "", ma ? ma : "", mp ? mp : "");
+      snprintf(job->jobid, sizeof job->jobid, "torchrun:%s:%s:%s", id ? id : "",
+               ma ? ma : "", mp ? mp : "");
     /* torch's own store listens on MASTER_PORT: the root takes the next. */
     job->port_offset = 1;
     job->multi_node = env_less("LOCAL_WORLD_SIZE", job->nranks);
   } else {
-    return GIN_ERROR(GIN_ERR_INVALID, "gin_comm_init_from_env: no launcher "
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "gin_comm_init_from_env: no launcher "
                      "found: start the job with ginrun (GIN_RANK, GIN_NRANKS, "
                      "GIN_UNIQUE_ID), mpirun (OMPI_COMM_WORLD_RANK/SIZE), srun "
                      "(SLURM_PROCID, SLURM_NTASKS) or torchrun (RANK, "
@@ -125,7 +126,8 @@ static gin_result_t env_detect(env_job_t *job) {
 /* FNV-1a, then a splitmix64 finaliser so nearby ids spread. */
 static uint64_t env_hash(const char *s, uint64_t seed) {
   uint64_t h = 0xcbf29ce484222325ull ^ seed;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;
@@ -148,13 +150,14 @@ static gin_result_t env_port(const env_job_t *job, int *port_out) {
   if (env_get("GIN_ROOT_PORT")) {
     GIN_CHECK(env_int("GIN_ROOT_PORT", 1, 65535, job->launcher, &p));
   } else if (env_get("MASTER_PORT")) {
-    GIN_CHECK(env_int("MASTER_PORT", 1, 65535 - job->port_offset,
-                      job->launcher, &p));
+    GIN_CHECK(
+        env_int("MASTER_PORT", 1, 65535 - job->port_offset, job->launcher, &p));
     p += job->port_offset;
   } else if (job->jobid[0]) {
     p = ENV_PORT_MIN + (long)(env_hash(job->jobid, 0) % ENV_PORT_SPAN);
   } else {
-    return GIN_ERROR(GIN_ERR_INVALID, "gin_comm_init_from_env: %s gives no "
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "gin_comm_init_from_env: %s gives no "
                      "job id to derive the bootstrap port from: set "
                      "GIN_ROOT_PORT (and GIN_JOB_SECRET) on every rank",
                      job->launcher);
@@ -180,8 +183,10 @@ static void env_secret(const env_job_t *job, const char *addr, int port,
     for (int i = 0; ok && i < 32; i++) {
       int v = env_hex_value(s[i]);
       if (!(ok = v >= 0)) break;
-      if (i % 2 == 0) secret[i / 2] = (uint8_t)(v << 4);
-      else secret[i / 2] = (uint8_t)(secret[i / 2] | v);
+      if (i % 2 == 0)
+        secret[i / 2] = (uint8_t)(v << 4);
+      else
+        secret[i / 2] = (uint8_t)(secret[i / 2] | v);
     }
     if (!ok) env_hash16(s, secret);
     return;
@@ -208,10 +213,14 @@ static gin_result_t env_uid_build(const char *addr, int port,
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL, *ai;
   int rc = getaddrinfo(host, NULL, &hints, &res);
   if (rc != 0)
-    return GIN_ERROR(GIN_ERR_INVALID, "cannot resolve the root address "
-                     "\"%s\": %s", host, gai_strerror(rc));
-  gin_bs_uid_t u = {.magic = GIN_BS_MAGIC, .version = GIN_BS_VERSION,
-                    .port = (uint16_t)port, .nranks = nranks};
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "cannot resolve the root address "
+                     "\"%s\": %s",
+                     host, gai_strerror(rc));
+  gin_bs_uid_t u = {.magic = GIN_BS_MAGIC,
+                    .version = GIN_BS_VERSION,
+                    .port = (uint16_t)port,
+                    .nranks = nranks};
   for (ai = res; ai; ai = ai->ai_next) {
     if (ai->ai_family == AF_INET) {
       memcpy(u.addr, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
@@ -225,8 +234,10 @@ static gin_result_t env_uid_build(const char *addr, int port,
   if (ai) u.family = (uint16_t)ai->ai_family;
   freeaddrinfo(res);
   if (!u.family)
-    return GIN_ERROR(GIN_ERR_INVALID, "root address \"%s\" has no IPv4 or "
-                     "IPv6 address", host);
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "root address \"%s\" has no IPv4 or "
+                     "IPv6 address",
+                     host);
   memcpy(u.secret, secret, 16);
   gin_unique_id_t uid;
   memset(&uid, 0, sizeof uid);
@@ -242,7 +253,7 @@ static gin_result_t env_ginrun(env_job_t *job, gin_unique_id_t *uid) {
   const char *s = env_get("GIN_UNIQUE_ID");
   if (!s)
     return GIN_ERROR(GIN_ERR_INVALID, "GIN_UNIQUE_ID is not set (needed "
-                     "with ginrun)");
+                                      "with ginrun)");
   gin_result_t res = gin_unique_id_from_string(s, uid);
   if (res != GIN_SUCCESS) {
     char why[512];
@@ -278,15 +289,15 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
   GIN_CHECK(env_port(&job, &port));
   env_secret(&job, addr, port, secret);
   if (job.multi_node && (!strcmp(addr, "127.0.0.1") || !strcmp(addr, "::1")))
-    GIN_WARN(ENV, "%s job spans several hosts but the bootstrap root is on "
+    GIN_WARN(ENV,
+             "%s job spans several hosts but the bootstrap root is on "
              "%s: set GIN_ROOT_ADDR (or MASTER_ADDR) to rank 0's address",
              job.launcher, addr);
   GIN_INFO(ENV, "launcher %s: rank %d of %d, bootstrap root %s port %d%s%s",
            job.launcher, job.rank, job.nranks, addr, port,
            job.jobid[0] ? ", job id " : "", job.jobid);
   if (job.rank == 0)
-    GIN_CHECK(gin_bs_root_start(job.nranks, addr, port, secret, timeout,
-                                &uid));
+    GIN_CHECK(gin_bs_root_start(job.nranks, addr, port, secret, timeout, &uid));
   else
     GIN_CHECK(env_uid_build(addr, port, secret, job.nranks, &uid));
   return gin_comm_init(comm_out, job.nranks, job.rank, &uid, cfg);

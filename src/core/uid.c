@@ -40,8 +40,7 @@ gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out) {
                 GIN_MAX_RANKS);
   int64_t port = param_root_port();
   GIN_ARG_CHECK(port >= 0 && port <= 65535,
-                "GIN_ROOT_PORT=%lld out of range [0, 65535]",
-                (long long)port);
+                "GIN_ROOT_PORT=%lld out of range [0, 65535]", (long long)port);
   uint8_t secret[16];
   GIN_CHECK(uid_random_secret(secret));
   return gin_bs_root_start(nranks, param_root_addr(), (int)port, secret,
@@ -54,7 +53,8 @@ gin_result_t gin_unique_id_to_string(const gin_unique_id_t *uid, char *buf,
   GIN_ARG_CHECK(uid && buf, "gin_unique_id_to_string: NULL uid or buffer");
   GIN_ARG_CHECK(len >= 2 * GIN_UNIQUE_ID_BYTES + 1,
                 "gin_unique_id_to_string: buffer of %zu bytes is too small "
-                "(need %d)", len, 2 * GIN_UNIQUE_ID_BYTES + 1);
+                "(need %d)",
+                len, 2 * GIN_UNIQUE_ID_BYTES + 1);
   for (int i = 0; i < GIN_UNIQUE_ID_BYTES; i++) {
     unsigned char c = (unsigned char)uid->bytes[i];
     buf[2 * i] = hex[c >> 4];
@@ -74,17 +74,19 @@ static int uid_hex_value(char c) {
 gin_result_t gin_unique_id_from_string(const char *str,
                                        gin_unique_id_t *uid_out) {
   GIN_ARG_CHECK(str && uid_out, "gin_unique_id_from_string: NULL string or "
-                "uid_out");
+                                "uid_out");
   size_t n = strnlen(str, 2 * GIN_UNIQUE_ID_BYTES + 1);
   GIN_ARG_CHECK(n == 2 * GIN_UNIQUE_ID_BYTES,
                 "unique id string has the wrong length: %s%zu characters, "
-                "expected %d hex digits", n > 2 * GIN_UNIQUE_ID_BYTES ?
-                "more than " : "", n > 2 * GIN_UNIQUE_ID_BYTES ? n - 1 : n,
+                "expected %d hex digits",
+                n > 2 * GIN_UNIQUE_ID_BYTES ? "more than " : "",
+                n > 2 * GIN_UNIQUE_ID_BYTES ? n - 1 : n,
                 2 * GIN_UNIQUE_ID_BYTES);
   gin_unique_id_t uid;
   for (size_t i = 0; i < n; i++) {
     int v = uid_hex_value(str[i]);
-    GIN_ARG_CHECK(v >= 0, "unique id string: bad character 0x%02x at "
+    GIN_ARG_CHECK(v >= 0,
+                  "unique id string: bad character 0x%02x at "
                   "position %zu (expected a hex digit)",
                   (unsigned char)str[i], i);
     if (i % 2 == 0)
@@ -94,11 +96,14 @@ gin_result_t gin_unique_id_from_string(const char *str,
   }
   gin_bs_uid_t u;
   memcpy(&u, uid.bytes, sizeof u);
-  GIN_ARG_CHECK(u.magic == GIN_BS_MAGIC, "unique id string: wrong magic "
-                "0x%08x (expected 0x%08x): not a gin unique id", u.magic,
-                GIN_BS_MAGIC);
-  GIN_ARG_CHECK(u.version == GIN_BS_VERSION, "unique id string: version %u, "
-                "this library speaks %d", u.version, GIN_BS_VERSION);
+  GIN_ARG_CHECK(u.magic == GIN_BS_MAGIC,
+                "unique id string: wrong magic "
+                "0x%08x (expected 0x%08x): not a gin unique id",
+                u.magic, GIN_BS_MAGIC);
+  GIN_ARG_CHECK(u.version == GIN_BS_VERSION,
+                "unique id string: version %u, "
+                "this library speaks %d",
+                u.version, GIN_BS_VERSION);
   GIN_ARG_CHECK(u.family == AF_INET || u.family == AF_INET6,
                 "unique id string: bad address family %u", u.family);
   GIN_ARG_CHECK(u.port != 0, "unique id string: root port 0");

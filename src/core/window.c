@@ -16,6 +16,8 @@ GIN_PARAM_INT(param_max_windows, "MAX_WINDOWS", 64,
 typedef struct win_rec {
   int32_t status;  /* GIN_SUCCESS or the local error */
   uint32_t slot;
+  uint32_t host_kind;
+  uint32_t pad_;
   uint64_t size;
   uint64_t offset; /* of ptr inside its allocation */
   uint64_t alloc_size;
@@ -35,10 +37,11 @@ gin_result_t gin_window_init_(gin_comm_t c) {
     gin_win_slot_t *w = &c->wins[i];
     w->gen = 1;
     w->bases = (char **)calloc(n, sizeof(char *));
+    w->hbases = (char **)calloc(n, sizeof(char *));
     w->import_ptr = (void **)calloc(n, sizeof(void *));
     w->import_cookie = (void **)calloc(n, sizeof(void *));
     w->import_size = (size_t *)calloc(n, sizeof(size_t));
-    if (!w->bases || !w->import_ptr || !w->import_cookie || !w->import_size)
+    if (!w->bases || !w->hbases || !w->import_ptr || !w->import_cookie || !w->import_size)
       return GIN_ERROR(GIN_ERR_NOMEM, "window table");
   }
   GIN_CHECK(gin_arch_dev_alloc(sizeof(gin_dev_window_t) * (size_t)m,
@@ -75,11 +78,15 @@ static gin_result_t slot_publish(gin_comm_t c, uint32_t i) {
 
 static void slot_unmap(gin_comm_t c, gin_win_slot_t *w) {
   for (int r = 0; r < c->nranks; r++) {
-    if (w->import_ptr[r])
+    if (w->import_ptr[r] && w->host_kind)
+      gin_arch_hostmem_unimport(w->import_ptr[r], w->import_size[r],
+                                w->import_cookie[r]);
+    else if (w->import_ptr[r])
       gin_arch_shm_unimport(w->import_ptr[r], w->import_size[r],
                             w->import_cookie[r]);
     w->import_ptr[r] = NULL;
     w->bases[r] = NULL;
+    w->hbases[r] = NULL;
   }
 }
 
@@ -89,11 +96,15 @@ static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) {
       w->bases[r] = (char *)w->ptr;
+      w->hbases[r] = (char *)w->hptr;
     } else if (c->path_mapped[r]) {
-      void *p = NULL;
-      gin_result_t res = gin_arch_shm_import(&recs[r].handle,
-                                             recs[r].alloc_size, &p,
-                                             &w->import_cookie[r]);
+      void *p = NULL, *dev = NULL;
+      gin_result_t res =
+          w->host_kind
+              ? gin_arch_hostmem_import(&recs[r].handle, recs[r].alloc_size,
+                                        &p, &dev, &w->import_cookie[r])
+              : gin_arch_shm_import(&recs[r].handle, recs[r].alloc_size, &p,
+                                    &w->import_cookie[r]);
       if (res != GIN_SUCCESS) {
         slot_unmap(c, w);
         return GIN_ERROR(res, "window: rank %d cannot map rank %d's window: %s",
@@ -101,7 +112,12 @@ static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
       }
       w->import_ptr[r] = p;
       w->import_size[r] = recs[r].alloc_size;
-      w->bases[r] = (char *)p + recs[r].offset;
+      if (w->host_kind) {
+        w->bases[r] = (char *)dev + recs[r].offset;
+        w->hbases[r] = (char *)p + recs[r].offset;
+      } else {
+        w->bases[r] = (char *)p + recs[r].offset;
+      }
     }
   }
   return GIN_SUCCESS;
@@ -127,12 +143,18 @@ static gin_result_t recs_agree(gin_comm_t c, const win_rec_t *recs) {
                        "slot (rank 0: %u, rank %d: %u): register and "
                        "deregister in the same order on every rank",
                        recs[0].slot, r, recs[r].slot);
+    if (recs[r].host_kind != recs[0].host_kind)
+      return GIN_ERROR(GIN_ERR_INTERNAL,
+                       "window registration: ranks disagree on the memory "
+                       "kind (rank 0: %u, rank %d: %u)",
+                       recs[0].host_kind, r, recs[r].host_kind);
   }
   return GIN_SUCCESS;
 }
 
 gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
-                                  int internal, gin_window_t *win_out) {
+                                  int internal, const gin_win_mem_t *hostmem,
+                                  gin_window_t *win_out) {
   win_rec_t *recs = (win_rec_t *)calloc((size_t)c->nranks, sizeof *recs);
   if (!recs) return GIN_ERROR(GIN_ERR_NOMEM, "window registration");
   win_rec_t *me = &recs[c->rank];
@@ -150,7 +172,12 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
                            "gin_window_register: rank %d: all %u window slots "
                            "in use (GIN_MAX_WINDOWS)",
                            c->rank, c->max_windows);
-  else if ((me->status = gin_mem_lookup_(ptr, size, &info)) == GIN_SUCCESS) {
+  else if (hostmem) {
+    me->host_kind = 1;
+    me->offset = (uint64_t)((char *)ptr - (char *)hostmem->dev);
+    me->alloc_size = hostmem->size;
+    me->handle = hostmem->handle;
+  } else if ((me->status = gin_mem_lookup_(ptr, size, &info)) == GIN_SUCCESS) {
     me->offset = (uint64_t)((char *)ptr - (char *)info.base);
     me->alloc_size = info.size;
     me->handle = info.handle;
@@ -165,6 +192,8 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
     w->ptr = ptr;
     w->size = size;
     w->internal = internal;
+    w->host_kind = hostmem != NULL;
+    w->hptr = hostmem ? (char *)hostmem->host + me->offset : NULL;
     res = slot_map(c, w, recs);
   }
   if (res == GIN_SUCCESS) {
@@ -177,7 +206,7 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
   }
   free(recs);
   if (res != GIN_SUCCESS) return res;
-  gin_mem_ref_(info.base, +1);
+  if (!hostmem) gin_mem_ref_(info.base, +1);
   GIN_INFO(WINDOW, "rank %d: window %u (gen %u) %zu bytes at %p", c->rank,
            slot, w->gen, size, ptr);
   win_out->idx = slot;
@@ -189,19 +218,21 @@ gin_result_t gin_window_register(gin_comm_t comm, void *ptr, size_t size,
                                  gin_window_t *win_out) {
   GIN_CHECK(gin_comm_check_(comm, "gin_window_register"));
   GIN_ARG_CHECK(win_out, "gin_window_register: win_out is NULL");
-  return gin_window_register_(comm, ptr, size, 0, win_out);
+  return gin_window_register_(comm, ptr, size, 0, NULL, win_out);
 }
 
 static gin_result_t slot_retire(gin_comm_t c, uint32_t i) {
   gin_win_slot_t *w = &c->wins[i];
   gin_alloc_info_t info;
-  if (gin_mem_lookup_(w->ptr, w->size, &info) == GIN_SUCCESS)
+  if (!w->host_kind && gin_mem_lookup_(w->ptr, w->size, &info) == GIN_SUCCESS)
     gin_mem_ref_(info.base, -1);
   slot_unmap(c, w);
   w->live = 0;
   w->gen++;
   if (w->gen == 0) w->gen = 1;
   w->ptr = NULL;
+  w->hptr = NULL;
+  w->host_kind = 0;
   w->size = 0;
   return slot_publish(c, i);
 }
@@ -243,6 +274,7 @@ void gin_window_fini_(gin_comm_t c) {
     gin_win_slot_t *w = &c->wins[i];
     if (w->live) slot_retire(c, i);
     free(w->bases);
+    free(w->hbases);
     free(w->import_ptr);
     free(w->import_cookie);
     free(w->import_size);

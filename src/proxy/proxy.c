@@ -320,6 +320,7 @@ void gin_proxy_detach(gin_comm_t c) {
 
 gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
                                     uint32_t sig_win, int nsig_total,
+                                    uint64_t *counters_host,
                                     gin_proxy_ring_t **rings_out) {
   struct gin_proxy *px = c->proxy;
   int64_t size = param_ring_size();
@@ -345,7 +346,7 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
     r->nsig_total = nsig_total;
     r->nsignals = dc->nsignals;
     r->ncounters = dc->ncounters;
-    r->counters = dc->counters;
+    r->counters = counters_host;
     r->mem_bytes = (size_t)size * sizeof(gin_desc_t) + 64;
     gin_arch_handle_t h;
     res = gin_arch_hostmem_alloc(r->mem_bytes, &r->mem, &r->mem_dev, &h,

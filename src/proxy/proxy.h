@@ -24,7 +24,7 @@ typedef struct gin_proxy_ring {
   int nsignals;
   int nsig_total;       /* signals + barrier counters */
   int ncounters;
-  uint64_t *counters;   /* device pointer of the devcomm's counters */
+  uint64_t *counters;   /* CPU view of the proxy's part of the counters */
   void *mem, *mem_cookie;
   size_t mem_bytes;
   void *mem_dev;
@@ -39,9 +39,12 @@ gin_result_t gin_proxy_attach(gin_comm_t comm);
 void gin_proxy_detach(gin_comm_t comm);
 
 /* Creates the rings of one device communicator (nctx of them), fills
- * dc->rings (device view), and hands them to the proxy threads. */
+ * dc->rings (device view), and hands them to the proxy threads. sig_win:
+ * the host-kind window holding the proxy's part of the signals;
+ * counters_host: CPU view of the proxy's part of the counters. */
 gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
                                     uint32_t sig_win, int nsig_total,
+                                    uint64_t *counters_host,
                                     gin_proxy_ring_t **rings_out);
 /* Takes the rings away from the threads and frees them. */
 void gin_proxy_rings_destroy(gin_comm_t comm, gin_proxy_ring_t *rings,

@@ -2,9 +2,9 @@
  * ipc transport: peers on this machine whose windows are mapped here (the
  * proxy path inside a node). The proxy thread copies the payload into the
  * peer's mapped window, then adds to its mapped signal with a release, so
- * the ordering promise holds by program order. Host target: memcpy; cuda
- * target: not yet (the signal add into device memory needs the copy-engine
- * ordering of issue 3's cuda half).
+ * the ordering promise holds by program order (gin_arch_copy returns once
+ * the bytes are written: memcpy on the host target, a synchronous copy-
+ * engine copy on cuda). Signals the proxy updates are in host memory.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,7 @@ static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
       GIN_CHECK(gin_arch_copy(dst + x->dst_off, &x->value, x->bytes));
   }
   if (x->has_signal) {
-    char *sig = c->wins[x->sig_win].bases[x->peer];
+    char *sig = c->wins[x->sig_win].hbases[x->peer]; /* CPU view */
     if (!sig)
       return GIN_ERROR(GIN_ERR_INTERNAL, "ipc: signals of rank %d not mapped",
                        x->peer);

@@ -24,7 +24,8 @@
 static int child_sleep(int rank) {
   printf("ready %d\n", rank);
   fflush(stdout);
-  for (int i = 0; i < 300; i++) sleep(1);
+  for (int i = 0; i < 300; i++)
+    sleep(1);
   return 99;
 }
 
@@ -41,7 +42,8 @@ static int child_bootstrap(int rank, int nranks) {
   all[rank] = 1000 + rank;
   int ok = gin_bs_allgather(bs, all, sizeof *all) == GIN_SUCCESS &&
            gin_bs_barrier(bs) == GIN_SUCCESS;
-  for (int r = 0; ok && r < nranks; r++) ok = all[r] == 1000 + r;
+  for (int r = 0; ok && r < nranks; r++)
+    ok = all[r] == 1000 + r;
   printf("rank %d allgather %s\n", rank, ok ? "ok" : "WRONG");
   free(all);
   gin_bs_destroy(bs);
@@ -60,8 +62,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "print")) {
     const char *uid = getenv("GIN_UNIQUE_ID");
     printf("out line 1 of rank %d\n", rank);
-    printf("env rank=%s nranks=%s local_rank=%s local_size=%s uidlen=%zu\n",
-           rs, ns, getenv("GIN_LOCAL_RANK"), getenv("GIN_LOCAL_SIZE"),
+    printf("env rank=%s nranks=%s local_rank=%s local_size=%s uidlen=%zu\n", rs,
+           ns, getenv("GIN_LOCAL_RANK"), getenv("GIN_LOCAL_SIZE"),
            uid ? strlen(uid) : 0);
     fflush(stdout);
     fprintf(stderr, "err line of rank %d\n", rank);

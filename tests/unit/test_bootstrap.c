@@ -78,7 +78,8 @@ static void put16(uint8_t *p, uint16_t v) {
   p[1] = (uint8_t)(v >> 8);
 }
 static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
 }
 
 typedef struct hello_fields {
@@ -104,9 +105,13 @@ static void hello_encode(const hello_fields_t *f, uint8_t p[52]) {
 }
 
 static hello_fields_t hello_valid(int kind, int rank, int nranks) {
-  hello_fields_t f = {.magic = GIN_BS_MAGIC, .version = GIN_BS_VERSION,
-                      .kind = (uint16_t)kind, .rank = rank, .nranks = nranks,
-                      .family = AF_INET, .port = 4242,
+  hello_fields_t f = {.magic = GIN_BS_MAGIC,
+                      .version = GIN_BS_VERSION,
+                      .kind = (uint16_t)kind,
+                      .rank = rank,
+                      .nranks = nranks,
+                      .family = AF_INET,
+                      .port = 4242,
                       .addr = {127, 0, 0, 1}};
   memcpy(f.secret, test_secret, 16);
   return f;
@@ -145,7 +150,8 @@ static int read_until_eof(int fd, uint8_t *buf, size_t cap, int ms) {
     uint8_t tmp[256];
     ssize_t n = recv(fd, tmp, sizeof tmp, 0);
     if (n <= 0) return (int)got; /* EOF or reset: closed */
-    for (ssize_t i = 0; i < n && got < cap; i++) buf[got++] = tmp[i];
+    for (ssize_t i = 0; i < n && got < cap; i++)
+      buf[got++] = tmp[i];
   }
 }
 
@@ -172,7 +178,8 @@ static void test_hello_check(void) {
   hello_encode(&f, b);
   memset(&out, 0, sizeof out);
   CHECK(gin_bs_hello_check(b, 52, test_secret, 4, GIN_BS_HELLO_ROOT, &out) ==
-            GIN_SUCCESS, "valid hello refused");
+            GIN_SUCCESS,
+        "valid hello refused");
   CHECK(out.rank == 2 && out.nranks == 4 && out.port == 4242 &&
             out.family == AF_INET && out.addr[0] == 127 && out.addr[3] == 1 &&
             out.kind == GIN_BS_HELLO_ROOT &&
@@ -180,7 +187,8 @@ static void test_hello_check(void) {
         "decoded fields wrong: rank %d nranks %d port %u", (int)out.rank,
         (int)out.nranks, out.port);
   CHECK(gin_bs_hello_check(b, 52, test_secret, 4, GIN_BS_HELLO_ROOT, NULL) ==
-            GIN_SUCCESS, "valid hello refused with out NULL");
+            GIN_SUCCESS,
+        "valid hello refused with out NULL");
 
   /* Each kind of rejection; out must stay untouched. */
   struct {
@@ -223,8 +231,7 @@ static void test_hello_check(void) {
     memset(&out, 0xab, sizeof out);
     gin_result_t res = gin_bs_hello_check(b, bad[i].len, test_secret,
                                           bad[i].nranks, bad[i].kind, &out);
-    CHECK(res == GIN_ERR_PROTOCOL, "bad hello (%s) gave %d", bad[i].what,
-          res);
+    CHECK(res == GIN_ERR_PROTOCOL, "bad hello (%s) gave %d", bad[i].what, res);
     CHECK(((uint8_t *)&out)[0] == 0xab && out.rank == (int32_t)0xabababab,
           "out written for a refused hello (%s)", bad[i].what);
   }
@@ -235,12 +242,15 @@ static void test_hello_check(void) {
   f.port = 0;
   hello_encode(&f, b);
   CHECK(gin_bs_hello_check(b, 52, test_secret, 4, GIN_BS_HELLO_RING, &out) ==
-            GIN_SUCCESS && out.rank == 3, "ring hello without address");
+                GIN_SUCCESS &&
+            out.rank == 3,
+        "ring hello without address");
   f = hello_valid(GIN_BS_HELLO_ROOT, 0, 1);
   f.port = 0;
   hello_encode(&f, b);
   CHECK(gin_bs_hello_check(b, 52, test_secret, 1, GIN_BS_HELLO_ROOT, &out) ==
-            GIN_SUCCESS, "1-rank hello with port 0");
+            GIN_SUCCESS,
+        "1-rank hello with port 0");
   CHECK(gin_bs_hello_check(NULL, 52, test_secret, 4, 1, &out) != GIN_SUCCESS,
         "NULL buffer accepted");
   CHECK(gin_bs_hello_check(b, 52, NULL, 1, 1, &out) != GIN_SUCCESS,
@@ -263,7 +273,8 @@ static void test_hello_check(void) {
   accepted = 0;
   for (int it = 0; it < 200000; it++) {
     size_t len = (size_t)(rand() % 64);
-    for (size_t i = 0; i < len; i++) b[i] = (uint8_t)rand();
+    for (size_t i = 0; i < len; i++)
+      b[i] = (uint8_t)rand();
     if (it % 2) memcpy(b, good, 8); /* right magic, version and kind */
     accepted += gin_bs_hello_check(b, len, test_secret, 4, GIN_BS_HELLO_ROOT,
                                    &out) == GIN_SUCCESS;
@@ -281,8 +292,10 @@ static void test_uid_strings(void) {
   gin_bs_uid_t u = uid_decode(&uid), u2 = uid_decode(&uid2);
   CHECK(u.magic == GIN_BS_MAGIC && u.version == GIN_BS_VERSION &&
             (u.family == AF_INET || u.family == AF_INET6) && u.port != 0 &&
-            u.nranks == 2, "uid contents: magic 0x%x family %u port %u "
-            "nranks %d", u.magic, u.family, u.port, (int)u.nranks);
+            u.nranks == 2,
+        "uid contents: magic 0x%x family %u port %u "
+        "nranks %d",
+        u.magic, u.family, u.port, (int)u.nranks);
   CHECK(memcmp(u.secret, u2.secret, 16) != 0 && u.port != u2.port,
         "two unique ids share a secret or a port");
   CHECK(gin_get_unique_id(0, &uid2) == GIN_ERR_INVALID, "nranks 0");
@@ -292,14 +305,17 @@ static void test_uid_strings(void) {
 
   CHECK(gin_unique_id_to_string(&uid, s, sizeof s) == GIN_SUCCESS, "to_string");
   CHECK(strlen(s) == 2 * GIN_UNIQUE_ID_BYTES &&
-            strspn(s, "0123456789abcdef") == strlen(s), "string form: %s", s);
+            strspn(s, "0123456789abcdef") == strlen(s),
+        "string form: %s", s);
   CHECK(gin_unique_id_from_string(s, &back) == GIN_SUCCESS &&
-            memcmp(&back, &uid, sizeof uid) == 0, "round trip");
+            memcmp(&back, &uid, sizeof uid) == 0,
+        "round trip");
   for (char *c = s; *c; c++)
     if (*c >= 'a') *c = (char)(*c - 'a' + 'A');
   memset(&back, 0, sizeof back);
   CHECK(gin_unique_id_from_string(s, &back) == GIN_SUCCESS &&
-            memcmp(&back, &uid, sizeof uid) == 0, "upper-case round trip");
+            memcmp(&back, &uid, sizeof uid) == 0,
+        "upper-case round trip");
   CHECK(gin_unique_id_to_string(&uid, s2, sizeof s2 - 1) == GIN_ERR_INVALID,
         "short buffer accepted");
 
@@ -308,21 +324,26 @@ static void test_uid_strings(void) {
   strcpy(s2, s);
   s2[255] = '\0';
   CHECK(gin_unique_id_from_string(s2, &back) == GIN_ERR_INVALID &&
-            strstr(gin_last_error(), "length"), "255 characters");
+            strstr(gin_last_error(), "length"),
+        "255 characters");
   CHECK(gin_unique_id_from_string("", &back) == GIN_ERR_INVALID &&
-            strstr(gin_last_error(), "length"), "empty string");
+            strstr(gin_last_error(), "length"),
+        "empty string");
   char longer[300];
   snprintf(longer, sizeof longer, "%s00", s);
   CHECK(gin_unique_id_from_string(longer, &back) == GIN_ERR_INVALID &&
-            strstr(gin_last_error(), "length"), "258 characters");
+            strstr(gin_last_error(), "length"),
+        "258 characters");
   strcpy(s2, s);
   s2[17] = 'g';
   CHECK(gin_unique_id_from_string(s2, &back) == GIN_ERR_INVALID &&
-            strstr(gin_last_error(), "position 17"), "bad character");
+            strstr(gin_last_error(), "position 17"),
+        "bad character");
   strcpy(s2, s);
   s2[0] = s2[0] == '0' ? '1' : '0';
   CHECK(gin_unique_id_from_string(s2, &back) == GIN_ERR_INVALID &&
-            strstr(gin_last_error(), "magic"), "wrong magic");
+            strstr(gin_last_error(), "magic"),
+        "wrong magic");
   CHECK(gin_unique_id_from_string(NULL, &back) == GIN_ERR_INVALID, "NULL");
   CHECK(((uint8_t *)&back)[0] == 0x77, "uid written on failure");
 }
@@ -357,15 +378,16 @@ static int rank_allgather(int rank, void *p) {
       for (size_t i = 0; i < sz; i++)
         buf[(size_t)rank * sz + i] = pattern(rank, sz, i, round);
       res = gin_bs_allgather(bs, buf, sz);
-      CHECK(res == GIN_SUCCESS, "rank %d: allgather of %zu: %d", rank, sz,
-            res);
+      CHECK(res == GIN_SUCCESS, "rank %d: allgather of %zu: %d", rank, sz, res);
       size_t wrong = 0, first = 0;
       for (size_t r = 0; r < n; r++)
         for (size_t i = 0; i < sz; i++)
           if (buf[r * sz + i] != pattern((int)r, sz, i, round) && !wrong++)
             first = r * sz + i;
-      CHECK(wrong == 0, "rank %d: allgather of %zu: %zu wrong bytes, first "
-            "at %zu", rank, sz, wrong, first);
+      CHECK(wrong == 0,
+            "rank %d: allgather of %zu: %zu wrong bytes, first "
+            "at %zu",
+            rank, sz, wrong, first);
       CHECK(buf[n * sz] == 0xee, "rank %d: wrote past the buffer", rank);
       free(buf);
       CHECK(gin_bs_barrier(bs) == GIN_SUCCESS, "rank %d: barrier", rank);
@@ -397,8 +419,8 @@ static void test_job_with_intruders(void) {
     hello_encode(&bad[i], b);
     CHECK(send(fd, b, 52, 0) == 52, "send hello %d", i);
     int n = read_until_eof(fd, b, sizeof b, 5000);
-    CHECK(n == 24 && b[4] == 2, "intruder %d: %d reply bytes, status %d", i,
-          n, n >= 5 ? b[4] : -1);
+    CHECK(n == 24 && b[4] == 2, "intruder %d: %d reply bytes, status %d", i, n,
+          n >= 5 ? b[4] : -1);
     close(fd);
   }
   int shorty = root_connect(&a.uid);
@@ -411,11 +433,13 @@ static void test_job_with_intruders(void) {
   /* While the ranks join: one more wrong secret (answered, or just closed
    * if the job completed first). */
   pid_t pid[4];
-  for (int r = 0; r < 4; r++) pid[r] = spawn(rank_allgather, r, &a);
+  for (int r = 0; r < 4; r++)
+    pid[r] = spawn(rank_allgather, r, &a);
   int late = root_connect(&a.uid);
   hello_encode(&bad[1], b);
   CHECK(send(late, b, 52, 0) == 52, "send late hello");
-  for (int r = 0; r < 4; r++) wait_ok(pid[r], "rank of the 4-rank job");
+  for (int r = 0; r < 4; r++)
+    wait_ok(pid[r], "rank of the 4-rank job");
   int n = read_until_eof(late, b, sizeof b, 5000);
   CHECK(n == 0 || (n == 24 && b[4] == 2), "late intruder: %d bytes", n);
   CHECK(read_until_eof(silent, b, sizeof b, 5000) == 0, "silent client");
@@ -430,14 +454,17 @@ static int rank_small_job(int rank, void *p);
 static void test_silent_client(void) {
   job_arg_t a = {.nranks = 2};
   CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 20000, &a.uid) ==
-            GIN_SUCCESS, "root_start");
+            GIN_SUCCESS,
+        "root_start");
   uint8_t b[8];
   uint64_t t0 = now_ms();
   int silent = root_connect(&a.uid);
   int n = read_until_eof(silent, b, sizeof b, 5000);
   uint64_t t = now_ms() - t0;
-  CHECK(n == 0 && t >= 500 && t < 3000, "silent client: %d bytes, closed "
-        "after %llu ms", n, (unsigned long long)t);
+  CHECK(n == 0 && t >= 500 && t < 3000,
+        "silent client: %d bytes, closed "
+        "after %llu ms",
+        n, (unsigned long long)t);
   close(silent);
   pid_t p0 = spawn(rank_small_job, 0, &a), p1 = spawn(rank_small_job, 1, &a);
   wait_ok(p0, "rank 0 after the silent client");
@@ -455,11 +482,11 @@ static int rank_expect_init(int rank, void *p) {
   CHECK(res == a->expect, "rank %d: init gave %d, expected %d", rank, res,
         a->expect);
   CHECK(bs == NULL, "bs written on failure");
-  CHECK(t < (uint64_t)a->timeout_ms + 1500, "rank %d: init took %llu ms",
-        rank, (unsigned long long)t);
+  CHECK(t < (uint64_t)a->timeout_ms + 1500, "rank %d: init took %llu ms", rank,
+        (unsigned long long)t);
   if (a->expect == GIN_ERR_TIMEOUT && a->nranks == 3)
     CHECK(strstr(gin_last_error(), "rank 2 did not join"), "message names the "
-          "missing rank");
+                                                           "missing rank");
   if (a->expect == GIN_ERR_PROTOCOL)
     CHECK(strstr(gin_last_error(), "already joined"), "message names the dup");
   return 0;
@@ -469,9 +496,11 @@ static void test_timeouts(void) {
   /* nranks 3, only 2 join: the root gives up after 1 s. */
   job_arg_t a = {.nranks = 3, .timeout_ms = 3000, .expect = GIN_ERR_TIMEOUT};
   CHECK(gin_bs_root_start(3, "127.0.0.1", 0, test_secret, 1000, &a.uid) ==
-            GIN_SUCCESS, "root_start");
+            GIN_SUCCESS,
+        "root_start");
   uint64_t t0 = now_ms();
-  pid_t p0 = spawn(rank_expect_init, 0, &a), p1 = spawn(rank_expect_init, 1, &a);
+  pid_t p0 = spawn(rank_expect_init, 0, &a),
+        p1 = spawn(rank_expect_init, 1, &a);
   wait_ok(p0, "rank 0 of the incomplete job");
   wait_ok(p1, "rank 1 of the incomplete job");
   uint64_t t = now_ms() - t0;
@@ -481,7 +510,8 @@ static void test_timeouts(void) {
   /* The rank's own (shorter) timeout while the root waits on. */
   job_arg_t b = {.nranks = 2, .timeout_ms = 500, .expect = GIN_ERR_TIMEOUT};
   CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 10000, &b.uid) ==
-            GIN_SUCCESS, "root_start");
+            GIN_SUCCESS,
+        "root_start");
   wait_ok(spawn(rank_expect_init, 1, &b), "rank with a short timeout");
 
   /* Nobody listens at the root's address. */
@@ -495,7 +525,8 @@ static void test_timeouts(void) {
    * out with the job. */
   job_arg_t d = {.nranks = 2, .timeout_ms = 5000, .expect = GIN_ERR_TIMEOUT};
   CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 1500, &d.uid) ==
-            GIN_SUCCESS, "root_start");
+            GIN_SUCCESS,
+        "root_start");
   job_arg_t d2 = d;
   d2.expect = GIN_ERR_PROTOCOL;
   pid_t first = spawn(rank_expect_init, 0, &d);
@@ -545,7 +576,8 @@ static void test_single_rank_and_args(void) {
   if (!bs) return;
   char buf[16] = "abcdefghijklmno";
   CHECK(gin_bs_allgather(bs, buf, sizeof buf) == GIN_SUCCESS &&
-            strcmp(buf, "abcdefghijklmno") == 0, "single-rank allgather");
+            strcmp(buf, "abcdefghijklmno") == 0,
+        "single-rank allgather");
   CHECK(gin_bs_allgather(bs, NULL, 4) == GIN_ERR_INVALID, "NULL buffer");
   CHECK(gin_bs_allgather(bs, buf, SIZE_MAX) == GIN_SUCCESS,
         "1 rank: any size is one block");
@@ -614,23 +646,39 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   return res;
 }
 
-static const char *const launcher_vars[] = {
-    "GIN_RANK", "GIN_NRANKS", "GIN_UNIQUE_ID", "GIN_ROOT_ADDR",
-    "GIN_ROOT_PORT", "GIN_JOB_SECRET", "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
-    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID", "SLURM_STEP_ID",
-    "SLURM_NNODES", "SLURM_STEP_NUM_NODES", "RANK", "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"};
+static const char *const launcher_vars[] = {"GIN_RANK",
+                                            "GIN_NRANKS",
+                                            "GIN_UNIQUE_ID",
+                                            "GIN_ROOT_ADDR",
+                                            "GIN_ROOT_PORT",
+                                            "GIN_JOB_SECRET",
+                                            "OMPI_COMM_WORLD_RANK",
+                                            "OMPI_COMM_WORLD_SIZE",
+                                            "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                            "OMPI_MCA_ess_base_jobid",
+                                            "PMIX_NAMESPACE",
+                                            "OMPI_MCA_orte_ess_jobid",
+                                            "SLURM_PROCID",
+                                            "SLURM_NTASKS",
+                                            "SLURM_JOB_ID",
+                                            "SLURM_STEP_ID",
+                                            "SLURM_NNODES",
+                                            "SLURM_STEP_NUM_NODES",
+                                            "RANK",
+                                            "WORLD_SIZE",
+                                            "LOCAL_WORLD_SIZE",
+                                            "MASTER_ADDR",
+                                            "MASTER_PORT",
+                                            "TORCHELASTIC_RUN_ID"};
 
 /* A launcher scenario: "NAME=VALUE" pairs, %d replaced by the rank. */
 typedef struct env_case {
   const char *name;
   const char *vars[8];
   gin_result_t expect;
-  const char *msg;  /* expected in the error message */
-  int port;         /* expected uid port, 0: any in [20000, 60000) */
-  const uint8_t *secret; /* expected secret, NULL: any */
+  const char *msg;            /* expected in the error message */
+  int port;                   /* expected uid port, 0: any in [20000, 60000) */
+  const uint8_t *secret;      /* expected secret, NULL: any */
   const gin_unique_id_t *uid; /* expected uid, NULL: any */
 } env_case_t;
 
@@ -651,8 +699,8 @@ static int rank_env(int rank, void *p) {
         res, c->expect);
   if (c->expect != GIN_SUCCESS) {
     CHECK(!stub.called && comm == NULL, "%s: comm init reached", c->name);
-    CHECK(strstr(gin_last_error(), c->msg), "%s: message lacks \"%s\"",
-          c->name, c->msg);
+    CHECK(strstr(gin_last_error(), c->msg), "%s: message lacks \"%s\"", c->name,
+          c->msg);
     return 0;
   }
   gin_bs_uid_t u = uid_decode(&stub.uid);
@@ -669,42 +717,46 @@ static int rank_env(int rank, void *p) {
   if (c->secret)
     CHECK(memcmp(u.secret, c->secret, 16) == 0, "%s: secret", c->name);
   if (c->uid)
-    CHECK(memcmp(&stub.uid, c->uid, sizeof *c->uid) == 0, "%s: uid",
-          c->name);
+    CHECK(memcmp(&stub.uid, c->uid, sizeof *c->uid) == 0, "%s: uid", c->name);
   return 0;
 }
 
 static void run_env_case(const env_case_t *c, int nranks) {
   pid_t pid[4];
-  for (int r = 0; r < nranks; r++) pid[r] = spawn(rank_env, r, (void *)c);
-  for (int r = 0; r < nranks; r++) wait_ok(pid[r], c->name);
+  for (int r = 0; r < nranks; r++)
+    pid[r] = spawn(rank_env, r, (void *)c);
+  for (int r = 0; r < nranks; r++)
+    wait_ok(pid[r], c->name);
 }
 
 static void test_env(void) {
   char jobid[64], port[32], mport[32], uidvar[300];
   snprintf(jobid, sizeof jobid, "OMPI_MCA_ess_base_jobid=t%d.%llu",
            (int)getpid(), (unsigned long long)now_ms());
-  env_case_t ompi = {.name = "Open MPI, derived port",
-                     .vars = {"OMPI_COMM_WORLD_RANK=%d",
-                              "OMPI_COMM_WORLD_SIZE=3", jobid}};
+  env_case_t ompi = {
+      .name = "Open MPI, derived port",
+      .vars = {"OMPI_COMM_WORLD_RANK=%d", "OMPI_COMM_WORLD_SIZE=3", jobid}};
   run_env_case(&ompi, 3);
 
-  static const uint8_t hex_secret[16] = {0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3,
-                                         4, 5, 6, 7, 8, 9, 0xa, 0xb};
+  static const uint8_t hex_secret[16] = {
+      0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xb};
   int p = free_port();
   snprintf(port, sizeof port, "GIN_ROOT_PORT=%d", p);
-  env_case_t slurm = {.name = "Slurm, GIN_ROOT_PORT and hex secret",
-                      .vars = {"SLURM_PROCID=%d", "SLURM_NTASKS=2", "SLURM_JOB_ID=77",
-                       "SLURM_STEP_ID=0", port,
-                       "GIN_JOB_SECRET=deadbeef000102030405060708090A0B"},
-                      .port = p, .secret = hex_secret};
+  env_case_t slurm = {
+      .name = "Slurm, GIN_ROOT_PORT and hex secret",
+      .vars = {"SLURM_PROCID=%d", "SLURM_NTASKS=2", "SLURM_JOB_ID=77",
+               "SLURM_STEP_ID=0", port,
+               "GIN_JOB_SECRET=deadbeef000102030405060708090A0B"},
+      .port = p,
+      .secret = hex_secret};
   run_env_case(&slurm, 2);
 
   p = free_port();
   snprintf(mport, sizeof mport, "MASTER_PORT=%d", p - 1);
   env_case_t torch = {.name = "torchrun, MASTER_PORT+1",
-                      .vars = {"RANK=%d", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-                       mport, "TORCHELASTIC_RUN_ID=none"},
+                      .vars = {"RANK=%d", "WORLD_SIZE=2",
+                               "MASTER_ADDR=127.0.0.1", mport,
+                               "TORCHELASTIC_RUN_ID=none"},
                       .port = p};
   run_env_case(&torch, 2);
 
@@ -716,25 +768,27 @@ static void test_env(void) {
                           sizeof uidvar - strlen(uidvar));
   env_case_t ginrun = {.name = "ginrun over Open MPI",
                        .vars = {"GIN_RANK=%d", "GIN_NRANKS=2", uidvar,
-                        "OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=5"},
-                       .port = uid_decode(&uid).port, .uid = &uid};
+                                "OMPI_COMM_WORLD_RANK=0",
+                                "OMPI_COMM_WORLD_SIZE=5"},
+                       .port = uid_decode(&uid).port,
+                       .uid = &uid};
   run_env_case(&ginrun, 2);
 
   static const env_case_t bad[] = {
 #define BAD(name_, msg_, ...)                                                  \
-  {.name = name_, .vars = {__VA_ARGS__}, .expect = GIN_ERR_INVALID,            \
-   .msg = msg_}
+  {.name = name_, .vars = {__VA_ARGS__}, .expect = GIN_ERR_INVALID, .msg = msg_}
       BAD("no launcher", "no launcher", NULL),
-      BAD("rank too large", "OMPI_COMM_WORLD_RANK=5",
-          "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=2"),
+      BAD("rank too large", "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_RANK=5",
+          "OMPI_COMM_WORLD_SIZE=2"),
       BAD("rank not a number", "OMPI_COMM_WORLD_RANK",
           "OMPI_COMM_WORLD_RANK=1x", "OMPI_COMM_WORLD_SIZE=2"),
       BAD("size missing", "OMPI_COMM_WORLD_SIZE is not set",
           "OMPI_COMM_WORLD_RANK=0"),
-      BAD("ginrun without uid", "GIN_UNIQUE_ID", "GIN_RANK=0",
-          "GIN_NRANKS=1"),
-      BAD("ginrun bad uid", "GIN_UNIQUE_ID: unique id string has the wrong "
-          "length", "GIN_RANK=0", "GIN_NRANKS=1", "GIN_UNIQUE_ID=zz"),
+      BAD("ginrun without uid", "GIN_UNIQUE_ID", "GIN_RANK=0", "GIN_NRANKS=1"),
+      BAD("ginrun bad uid",
+          "GIN_UNIQUE_ID: unique id string has the wrong "
+          "length",
+          "GIN_RANK=0", "GIN_NRANKS=1", "GIN_UNIQUE_ID=zz"),
       BAD("torchrun port", "MASTER_PORT", "RANK=0", "WORLD_SIZE=1",
           "MASTER_PORT=65535"),
       BAD("no job id", "GIN_ROOT_PORT", "SLURM_PROCID=0", "SLURM_NTASKS=1"),

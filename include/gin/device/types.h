@@ -133,6 +133,13 @@ typedef struct gin_devcomm {
   gin_ctrl_t *ctrl;        /* this rank's control page (device view) */
   gin_ctrl_t **peer_ctrl;  /* [nranks] peers' control pages, NULL if none */
   struct gin_ring *rings;  /* [nctx] proxy rings (device view), or NULL */
+  /* The parts the proxy updates, in host memory the device maps (NULL
+   * when no peer is proxied). A signal's value is signals[s] +
+   * psignals[s]; barrier counters follow the signals in psignals; a
+   * counter's value is counters[c] + pcounters[c]. */
+  uint64_t *psignals;      /* [nsignals + GIN_NUM_TEAMS * nbarriers] */
+  uint32_t *pmode;         /* [nsignals] INC/ADD marks of proxied updates */
+  uint64_t *pcounters;     /* [ncounters] */
   uint64_t id;             /* identifies the devcomm on its comm */
 } gin_devcomm_t;
 

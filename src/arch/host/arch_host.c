@@ -87,9 +87,7 @@ gin_result_t gin_arch_memset(void *dst, int value, size_t bytes) {
   return GIN_SUCCESS;
 }
 
-gin_result_t gin_arch_atomic_add_u64(uint64_t *dev_ptr, uint64_t value) {
-  __atomic_fetch_add(dev_ptr, value, __ATOMIC_RELEASE);
+gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value) {
+  __atomic_fetch_add(host_ptr, value, __ATOMIC_RELEASE);
   return GIN_SUCCESS;
 }
-
-int gin_arch_proxy_supported(void) { return 1; }

@@ -126,14 +126,22 @@ GIN_HD_FN int gin_rolling_ge(uint64_t v, uint64_t least, int bits) {
   return (int64_t)((v - least) << (64 - bits)) >= 0;
 }
 
-/* Bounded wait until *p reaches `least` under a rolling comparison of
- * `bits` bits. Polls the abort word and the clock every 256 tries. */
+/* Reads a value split into a part in device memory and an optional part
+ * the proxy updates in host memory. */
+GIN_DEVICE_FN uint64_t gin_dev_read2_(const uint64_t *p, const uint64_t *q) {
+  uint64_t v = gin_load_acquire_u64(p);
+  if (q) v += gin_load_acquire_u64(q);
+  return v;
+}
+
+/* Bounded wait until *p (+ *q where q is not NULL) reaches `least` under a
+ * rolling comparison of `bits` bits. */
 GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
-                                uint64_t least, int bits, int kind, int64_t id,
-                                int64_t peer) {
+                                const uint64_t *q, uint64_t least, int bits,
+                                int kind, int64_t id, int64_t peer) {
   uint64_t t0 = gin_time_ns();
   for (uint32_t iter = 0;; iter++) {
-    uint64_t v = gin_load_acquire_u64(p);
+    uint64_t v = gin_dev_read2_(p, q);
     if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
     /* The abort word may sit across PCIe: read it (and the clock) only
      * every 256 polls, never on the first. */

@@ -120,7 +120,7 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op,
     gin_ring_t *ring = &dc->rings[ctx];
     uint64_t s = gin_fetch_add_relaxed_u64(ring->prod, 1);
     if (s - gin_load_acquire_u64(ring->cons) >= ring->size)
-      rc = gin_dev_wait_(dc, ring->cons, s - ring->size + 1, 64,
+      rc = gin_dev_wait_(dc, ring->cons, NULL, s - ring->size + 1, 64,
                          GIN_DEVERR_TIMEOUT_RING, ctx, w);
     if (rc == GIN_SUCCESS) {
       gin_desc_t *d = &ring->slots[s & (ring->size - 1)];
@@ -150,8 +150,8 @@ GIN_DEVICE_FN int gin_dev_ring_drain_(const gin_devcomm_t *dc, int ctx) {
   if (!dc->rings) return GIN_SUCCESS;
   gin_ring_t *ring = &dc->rings[ctx];
   uint64_t p = gin_load_acquire_u64(ring->prod);
-  return gin_dev_wait_(dc, ring->cons, p, 64, GIN_DEVERR_TIMEOUT_FLUSH, ctx,
-                       -1);
+  return gin_dev_wait_(dc, ring->cons, NULL, p, 64, GIN_DEVERR_TIMEOUT_FLUSH,
+                       ctx, -1);
 }
 
 /* ------------------------------------------------------------------ put */
@@ -258,16 +258,25 @@ GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
 
 /* -------------------------------------------------------------- signals */
 
+/* The proxy's part of signal s (or barrier counter s), NULL if none. */
+GIN_DEVICE_FN const uint64_t *gin_dev_psig_(const gin_devcomm_t *dc, int s) {
+  return dc->psignals ? &dc->psignals[s] : NULL;
+}
+GIN_DEVICE_FN const uint64_t *gin_dev_pcnt_(const gin_devcomm_t *dc, int c) {
+  return dc->pcounters ? &dc->pcounters[c] : NULL;
+}
+
 GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal) {
   if (gin_dev_signal_id_(dc, -1, signal)) return 0;
-  return gin_load_acquire_u64(&dc->signals[signal]);
+  return gin_dev_read2_(&dc->signals[signal], gin_dev_psig_(dc, signal));
 }
 
 /* A signal updated with both INC and ADD since its reset is misuse. */
 GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
-  if (GIN_DEV_CHECKS_ON &&
-      gin_load_acquire_u32(&dc->sigmode[signal]) ==
-          (GIN_SIGMODE_INC | GIN_SIGMODE_ADD))
+  if (!GIN_DEV_CHECKS_ON) return GIN_SUCCESS;
+  uint32_t m = gin_load_acquire_u32(&dc->sigmode[signal]);
+  if (dc->pmode) m |= gin_load_acquire_u32(&dc->pmode[signal]);
+  if (m == (GIN_SIGMODE_INC | GIN_SIGMODE_ADD))
     return gin_dev_bad_(dc, GIN_DEVERR_SIGNAL_MIX, dc->rank, signal,
                         GIN_SIGMODE_INC, GIN_SIGMODE_ADD);
   return GIN_SUCCESS;
@@ -277,8 +286,8 @@ GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
                                   uint64_t least, gin_coop_t coop) {
   int rc = gin_dev_signal_id_(dc, -1, signal);
   if (rc == GIN_SUCCESS)
-    rc = gin_dev_wait_(dc, &dc->signals[signal], least, 64,
-                       GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
+    rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
+                       least, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
   if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
   gin_coop_sync(coop);
   return rc;
@@ -289,8 +298,10 @@ GIN_DEVICE_FN int gin_signal_reset(const gin_devcomm_t *dc, int signal,
   int rc = gin_dev_signal_id_(dc, -1, signal);
   if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0) {
     gin_store_release_u64(&dc->signals[signal], 0);
+    if (dc->psignals) gin_store_release_u64(&dc->psignals[signal], 0);
     dc->shadows[signal] = 0;
     gin_store_release_u32(&dc->sigmode[signal], 0);
+    if (dc->pmode) gin_store_release_u32(&dc->pmode[signal], 0);
   }
   gin_coop_sync(coop);
   return rc;
@@ -327,14 +338,16 @@ GIN_DEVICE_FN int gin_signal_wait_follow_shadow(const gin_devcomm_t *dc,
   int rc = gin_dev_signal_id_(dc, -1, signal);
   if (rc) return rc;
   uint64_t old = dc->shadows[signal];
-  rc = gin_dev_wait_(dc, &dc->signals[signal], old + least_delta, 64,
-                     GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
+  rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
+                     old + least_delta, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal,
+                     -1);
   if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
   gin_coop_sync(coop);
   /* Thread 0 decides the new shadow; the coop reads it back so every
    * thread reports the same before/delta. */
   if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0)
-    dc->shadows[signal] = gin_load_acquire_u64(&dc->signals[signal]);
+    dc->shadows[signal] =
+        gin_dev_read2_(&dc->signals[signal], gin_dev_psig_(dc, signal));
   gin_coop_sync(coop);
   if (rc == GIN_SUCCESS) {
     uint64_t seen = dc->shadows[signal];
@@ -349,7 +362,7 @@ GIN_DEVICE_FN int gin_signal_wait_follow_shadow(const gin_devcomm_t *dc,
 
 GIN_DEVICE_FN uint64_t gin_counter_read(const gin_devcomm_t *dc, int counter) {
   if (gin_dev_counter_id_(dc, counter)) return 0;
-  return gin_load_acquire_u64(&dc->counters[counter]) &
+  return gin_dev_read2_(&dc->counters[counter], gin_dev_pcnt_(dc, counter)) &
          ((1ull << GIN_COUNTER_BITS) - 1);
 }
 
@@ -357,8 +370,9 @@ GIN_DEVICE_FN int gin_counter_wait(const gin_devcomm_t *dc, int counter,
                                    uint64_t least, gin_coop_t coop) {
   int rc = gin_dev_counter_id_(dc, counter);
   if (rc == GIN_SUCCESS)
-    rc = gin_dev_wait_(dc, &dc->counters[counter], least, GIN_COUNTER_BITS,
-                       GIN_DEVERR_TIMEOUT_COUNTER, counter, -1);
+    rc = gin_dev_wait_(dc, &dc->counters[counter], gin_dev_pcnt_(dc, counter),
+                       least, GIN_COUNTER_BITS, GIN_DEVERR_TIMEOUT_COUNTER,
+                       counter, -1);
   gin_coop_sync(coop);
   return rc;
 }
@@ -367,9 +381,12 @@ GIN_DEVICE_FN int gin_counter_set(const gin_devcomm_t *dc, int counter,
                                   uint64_t value, gin_coop_t coop) {
   int rc = gin_dev_counter_id_(dc, counter);
   gin_coop_sync(coop);
-  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0)
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0) {
+    /* No update may be in flight: the proxy's part restarts at 0. */
+    if (dc->pcounters) gin_store_release_u64(&dc->pcounters[counter], 0);
     gin_store_release_u64(&dc->counters[counter],
                           value & ((1ull << GIN_COUNTER_BITS) - 1));
+  }
   gin_coop_sync(coop);
   return rc;
 }
@@ -423,7 +440,9 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
       gin_add_release_u64(&dc->peer_bar[w][idx], 1);
     }
   }
-  int rc = gin_dev_wait_(dc, &dc->bar[idx], epoch * (uint64_t)team.size, 64,
+  int rc = gin_dev_wait_(dc, &dc->bar[idx],
+                         gin_dev_psig_(dc, dc->nsignals + idx),
+                         epoch * (uint64_t)team.size, 64,
                          GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
   gin_coop_sync(coop);
   if (cr == 0) dc->bar_epoch[idx] = epoch;
