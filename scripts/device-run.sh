@@ -23,7 +23,7 @@ export GIN_TIMEOUT_MS=60000 NCCL_NVLS_ENABLE=0
 R=build-dev/ginrun
 T=build-dev/tests/conformance
 
-run() { # name, command...
+run() { # name, command... 
   local name=$1; shift
   local t0=$(date +%s.%N)
   timeout 300 "$@" >"$OUT/$name.log" 2>&1
@@ -34,6 +34,11 @@ run() { # name, command...
 }
 
 for n in 2 4 8; do run conformance_cuda_$n $R -n $n --timeout 280 $T/conformance_cuda; done
+# The proxy path on the GPU: ring in mapped host memory, CPU proxy, ipc
+# transport (copy engine), signals in mapped host memory.
+for n in 2 4; do run conformance_cuda_proxy_$n env GIN_BACKEND=proxy $R -n $n --timeout 280 $T/conformance_cuda; done
+run conformance_cuda_proxy_tinyring_4 env GIN_BACKEND=proxy GIN_PROXY_RING_SIZE=8 $R -n 4 --timeout 280 $T/conformance_cuda
+run badinput_cuda_proxy_3 env GIN_BACKEND=proxy $R -n 3 --timeout 280 $T/badinput_cuda
 run badinput_cuda_2 $R -n 2 --timeout 280 $T/badinput_cuda
 run badinput_cuda_4 $R -n 4 --timeout 280 $T/badinput_cuda
 run demo_cuda_4 $R -n 4 --timeout 100 build-dev/gin_demo_cuda
