@@ -471,6 +471,87 @@ static void test_silent_client(void) {
   wait_ok(p1, "rank 1 after the silent client");
 }
 
+/* The test plays the root, so it learns the ranks' listen addresses and
+ * can knock on rank 0's before the ring forms: garbage, a wrong secret, a
+ * valid hello from rank 1 (not rank 0's predecessor) and silence are all
+ * refused, and the ring still forms. Also pins the table's wire format. */
+static void test_ring_intruders(void) {
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sl) == 0 &&
+            listen(lfd, 8) == 0 &&
+            getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0,
+        "fake root: %s", strerror(errno));
+  gin_bs_uid_t u = {.magic = GIN_BS_MAGIC,
+                    .version = GIN_BS_VERSION,
+                    .family = AF_INET,
+                    .port = ntohs(sa.sin_port),
+                    .nranks = 3,
+                    .addr = {127, 0, 0, 1}};
+  memcpy(u.secret, test_secret, 16);
+  job_arg_t a = {.nranks = 3};
+  memcpy(a.uid.bytes, &u, sizeof u);
+  pid_t pid[3];
+  for (int r = 0; r < 3; r++)
+    pid[r] = spawn(rank_small_job, r, &a);
+
+  int fds[3] = {-1, -1, -1};
+  uint16_t ports[3] = {0};
+  uint8_t b[24 + 3 * 20];
+  for (int i = 0; i < 3; i++) {
+    int fd = accept(lfd, NULL, NULL);
+    gin_bs_hello_t h;
+    CHECK(recv(fd, b, 52, MSG_WAITALL) == 52 &&
+              gin_bs_hello_check(b, 52, test_secret, 3, GIN_BS_HELLO_ROOT,
+                                 &h) == GIN_SUCCESS &&
+              fds[h.rank] < 0,
+          "fake root: hello %d", i);
+    fds[h.rank] = fd;
+    ports[h.rank] = h.port;
+  }
+  struct sockaddr_in r0 = {.sin_family = AF_INET,
+                           .sin_port = htons(ports[0]),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  hello_fields_t bad[3] = {hello_valid(GIN_BS_HELLO_RING, 1, 3),
+                           hello_valid(GIN_BS_HELLO_RING, 1, 3),
+                           hello_valid(GIN_BS_HELLO_RING, 1, 3)};
+  memset(&bad[0], 0x5a, sizeof bad[0]);
+  bad[1].secret[3] ^= 1;
+  int knock[4];
+  for (int i = 0; i < 4; i++) {
+    knock[i] = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(connect(knock[i], (struct sockaddr *)&r0, sizeof r0) == 0,
+          "connect to rank 0: %s", strerror(errno));
+    hello_encode(&bad[i < 3 ? i : 0], b);
+    if (i < 3) CHECK(send(knock[i], b, 52, 0) == 52, "knock %d", i);
+  }
+  /* The table: reply header (OK) and each rank's listen address. */
+  memset(b, 0, sizeof b);
+  put32(b, GIN_BS_MAGIC);
+  put32(b + 8, 3);
+  for (int r = 0; r < 3; r++) {
+    put16(b + 24 + 20 * r, AF_INET);
+    put16(b + 26 + 20 * r, ports[r]);
+    memcpy(b + 28 + 20 * r, (uint8_t[]){127, 0, 0, 1}, 4);
+  }
+  for (int r = 0; r < 3; r++) {
+    CHECK(send(fds[r], b, sizeof b, 0) == (ssize_t)sizeof b, "table %d", r);
+    close(fds[r]);
+  }
+  for (int r = 0; r < 3; r++)
+    wait_ok(pid[r], "rank of the knocked-on ring");
+  for (int i = 0; i < 4; i++) {
+    CHECK(read_until_eof(knock[i], b, sizeof b, 5000) == 0,
+          "knock %d not "
+          "closed",
+          i);
+    close(knock[i]);
+  }
+  close(lfd);
+}
+
 /* ------------------------------------------ failures that must be bounded */
 
 static int rank_expect_init(int rank, void *p) {
@@ -809,6 +890,7 @@ int main(void) {
   test_single_rank_and_args();
   test_job_with_intruders();
   test_silent_client();
+  test_ring_intruders();
   test_timeouts();
   test_size_mismatch();
   test_ipv6();

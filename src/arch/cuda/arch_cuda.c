@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,33 @@ static int local_rank_from_env(void) {
   return -1;
 }
 
+/* The device this process's communicators use, for threads gin starts. */
+static int arch_device = -1;
+
+/* Each thread copies on its own non-blocking stream: a copy on the legacy
+ * default stream would wait for a kernel of this process that is itself
+ * waiting for the copy (the proxy's case). */
+static pthread_key_t stream_key;
+static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
+static void stream_destroy(void *s) { cudaStreamDestroy((cudaStream_t)s); }
+static void stream_key_make(void) { pthread_key_create(&stream_key, stream_destroy); }
+
+static gin_result_t thread_stream(cudaStream_t *out) {
+  pthread_once(&stream_once, stream_key_make);
+  cudaStream_t s = (cudaStream_t)pthread_getspecific(stream_key);
+  if (!s) {
+    int cur = -1;
+    if (arch_device >= 0 && cudaGetDevice(&cur) == cudaSuccess &&
+        cur != arch_device)
+      GIN_CUDA_CALL(cudaSetDevice(arch_device), "cudaSetDevice (gin thread)");
+    GIN_CUDA_CALL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                  "cudaStreamCreateWithFlags");
+    pthread_setspecific(stream_key, s);
+  }
+  *out = s;
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   int count = 0;
   GIN_CUDA_CALL(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
@@ -71,6 +99,7 @@ gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   }
   if (dev >= 0) GIN_CUDA_CALL(cudaSetDevice(dev), "cudaSetDevice");
   GIN_CUDA_CALL(cudaGetDevice(&dev), "cudaGetDevice");
+  arch_device = dev;
   struct cudaDeviceProp prop;
   GIN_CUDA_CALL(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
   cuda_devinfo_t di;
@@ -105,10 +134,15 @@ gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
                                 void **cookie_out) {
   void *p = NULL;
   GIN_CUDA_CALL(cudaMalloc(&p, size), "cudaMalloc of shareable memory");
-  cudaError_t e = cudaMemset(p, 0, size);
+  /* Zeroed on this thread's stream, synchronously: a memset on the legacy
+   * stream would not be ordered before later copies on that stream. */
+  if (gin_arch_memset(p, 0, size) != GIN_SUCCESS) {
+    cudaFree(p);
+    return GIN_ERR_CUDA;
+  }
   cuda_handle_t h;
   memset(&h, 0, sizeof h);
-  if (e == cudaSuccess) e = cudaIpcGetMemHandle(&h.ipc, p);
+  cudaError_t e = cudaIpcGetMemHandle(&h.ipc, p);
   if (e != cudaSuccess) {
     cudaFree(p);
     return GIN_ERROR(GIN_ERR_CUDA, "cudaIpcGetMemHandle(%zu bytes): %s", size,
@@ -191,10 +225,9 @@ void gin_arch_hostmem_unimport(void *host, size_t size, void *cookie) {
 gin_result_t gin_arch_dev_alloc(size_t size, void **ptr_out) {
   void *p = NULL;
   GIN_CUDA_CALL(cudaMalloc(&p, size ? size : 1), "cudaMalloc");
-  cudaError_t e = cudaMemset(p, 0, size ? size : 1);
-  if (e != cudaSuccess) {
+  if (gin_arch_memset(p, 0, size ? size : 1) != GIN_SUCCESS) {
     cudaFree(p);
-    return GIN_ERROR(GIN_ERR_CUDA, "cudaMemset: %s", cudaGetErrorString(e));
+    return GIN_ERR_CUDA;
   }
   *ptr_out = p;
   return GIN_SUCCESS;
@@ -203,13 +236,19 @@ gin_result_t gin_arch_dev_alloc(size_t size, void **ptr_out) {
 void gin_arch_dev_free(void *ptr) { cudaFree(ptr); }
 
 gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
-  GIN_CUDA_CALL(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+  cudaStream_t s;
+  GIN_CHECK(thread_stream(&s));
+  GIN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s),
+                "cudaMemcpyAsync");
+  GIN_CUDA_CALL(cudaStreamSynchronize(s), "cudaStreamSynchronize after copy");
   return GIN_SUCCESS;
 }
 
 gin_result_t gin_arch_memset(void *dst, int value, size_t bytes) {
-  GIN_CUDA_CALL(cudaMemset(dst, value, bytes), "cudaMemset");
-  GIN_CUDA_CALL(cudaDeviceSynchronize(), "cudaDeviceSynchronize after memset");
+  cudaStream_t s;
+  GIN_CHECK(thread_stream(&s));
+  GIN_CUDA_CALL(cudaMemsetAsync(dst, value, bytes, s), "cudaMemsetAsync");
+  GIN_CUDA_CALL(cudaStreamSynchronize(s), "cudaStreamSynchronize after memset");
   return GIN_SUCCESS;
 }
 
