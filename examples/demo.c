@@ -37,7 +37,10 @@ GIN_KERNEL(k_exchange, demo_args_t) {
   char *mine = (char *)gin_window_peer_ptr(dc, args.win, world, dc->rank, out);
   const char *text = "hello from rank ";
   int n = 0;
-  while (text[n]) { mine[n] = text[n]; n++; }
+  while (text[n]) {
+    mine[n] = text[n];
+    n++;
+  }
   if (dc->rank >= 10) mine[n++] = (char)('0' + dc->rank / 10 % 10);
   mine[n++] = (char)('0' + dc->rank % 10);
   mine[n] = 0;
@@ -96,8 +99,9 @@ int main(void) {
   CHECK(gin_mem_copy(inbox, mem, (size_t)shown * MSG));
   for (int p = 0; p < shown; p++)
     printf("rank %d got \"%s\" in slot %d\n", rank, inbox + p * MSG, p);
-  printf("rank %d: exchange with %d ranks took %.1f us (kernel launch included)\n",
-         rank, nranks, t1 - t0);
+  printf(
+      "rank %d: exchange with %d ranks took %.1f us (kernel launch included)\n",
+      rank, nranks, t1 - t0);
 
   CHECK(gin_comm_barrier(comm));
   if (nranks >= 2) {

@@ -19,7 +19,7 @@
   do {                                                                         \
     gin_result_t r_ = (call);                                                  \
     if (r_ != GIN_SUCCESS) {                                                   \
-      fprintf(stderr, "FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,  \
+      fprintf(stderr, "FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, \
               gin_strerror(r_), gin_last_error());                             \
       exit(1);                                                                 \
     }                                                                          \
@@ -73,7 +73,9 @@ static inline int test_block_threads(gin_coop_t coop) {
 }
 
 static inline const char *test_coop_name(gin_coop_t c) {
-  return c == GIN_COOP_THREAD ? "thread" : c == GIN_COOP_WARP ? "warp" : "block";
+  return c == GIN_COOP_THREAD ? "thread"
+         : c == GIN_COOP_WARP ? "warp"
+                              : "block";
 }
 
 #endif

@@ -106,9 +106,7 @@ static int ginrun_print_env(void) {
   for (int i = 0; i < n; i++) {
     const char *name, *value, *def, *help;
     if (gin_param_info(i, &name, &value, &def, &help) != GIN_SUCCESS) continue;
-    printf("%s=%s", name, value);
-    if (strcmp(value, def) != 0) printf("  (default: %s)", def);
-    printf("\n    %s\n", help);
+    printf("%s=%s  (default: %s)\n    %s\n", name, value, def, help);
   }
   return 0;
 }
@@ -285,7 +283,7 @@ static void ginrun_child(const char *path, char **argv, char **env,
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
-  int devnull = open("/dev/null", O_RDONLY);
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull >= 0) dup2(devnull, 0);
   /* The pipes' write ends; the read ends are close-on-exec. */
   if (dup2(s[0].fd, 1) < 0 || dup2(s[1].fd, 2) < 0) _exit(127);

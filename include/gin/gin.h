@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gin/result.h"
 #include "gin/device/types.h"
+#include "gin/result.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,8 +72,8 @@ typedef struct gin_comm *gin_comm_t;
 /* Optional settings for gin_comm_init; zero-initialise then set fields, or
  * pass NULL for defaults. */
 typedef struct gin_config {
-  size_t size;        /* sizeof(gin_config_t); 0 means "all defaults" */
-  int timeout_ms;     /* bound on every wait; 0: GIN_TIMEOUT_MS */
+  size_t size;    /* sizeof(gin_config_t); 0 means "all defaults" */
+  int timeout_ms; /* bound on every wait; 0: GIN_TIMEOUT_MS */
 } gin_config_t;
 
 /* Joins the job named by uid as rank `rank` of `nranks` (collective: every
@@ -85,8 +85,7 @@ typedef struct gin_config {
  * size mismatch reported by the root). *comm_out is written only on
  * success. */
 gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
-                           const gin_unique_id_t *uid,
-                           const gin_config_t *cfg);
+                           const gin_unique_id_t *uid, const gin_config_t *cfg);
 
 /* Like gin_comm_init, taking rank, size and job id from the environment:
  * ginrun (GIN_RANK, GIN_NRANKS, GIN_UNIQUE_ID); Open MPI
@@ -161,10 +160,10 @@ gin_result_t gin_window_deregister(gin_comm_t comm, gin_window_t win);
 
 /* What a device communicator provides. Zero fields take defaults. */
 typedef struct gin_devcomm_reqs {
-  int contexts;  /* default 4 */
-  int signals;   /* default 256 (64-bit each) */
-  int counters;  /* default 256 (56-bit each) */
-  int barriers;  /* barrier slots per team, default 4 */
+  int contexts; /* default 4 */
+  int signals;  /* default 256 (64-bit each) */
+  int counters; /* default 256 (56-bit each) */
+  int barriers; /* barrier slots per team, default 4 */
 } gin_devcomm_reqs_t;
 
 /* Creates the device communicator (collective): signal and barrier memory

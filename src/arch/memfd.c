@@ -31,8 +31,7 @@ static size_t page_round(size_t size) {
 }
 
 gin_result_t gin_memfd_alloc(size_t size, void **ptr_out,
-                                gin_arch_handle_t *handle_out,
-                                void **cookie_out) {
+                             gin_arch_handle_t *handle_out, void **cookie_out) {
   size_t len = page_round(size);
   int fd = memfd_create("gin-window", MFD_CLOEXEC);
   if (fd < 0)
@@ -41,7 +40,8 @@ gin_result_t gin_memfd_alloc(size_t size, void **ptr_out,
   if (ftruncate(fd, (off_t)len) != 0) {
     int e = errno;
     close(fd);
-    return GIN_ERROR(e == ENOMEM || e == ENOSPC ? GIN_ERR_NOMEM : GIN_ERR_SYSTEM,
+    return GIN_ERROR(e == ENOMEM || e == ENOSPC ? GIN_ERR_NOMEM
+                                                : GIN_ERR_SYSTEM,
                      "ftruncate(memfd, %zu): %s", len, strerror(e));
   }
   void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -64,7 +64,7 @@ void gin_memfd_free(void *ptr, size_t size, void *cookie) {
 }
 
 gin_result_t gin_memfd_import(const gin_arch_handle_t *handle, size_t size,
-                                 void **ptr_out, void **cookie_out) {
+                              void **ptr_out, void **cookie_out) {
   host_handle_t h;
   memcpy(&h, handle->bytes, sizeof h);
   if (h.magic != HOST_HANDLE_MAGIC || h.fd < 0 || h.size < size)
@@ -77,8 +77,8 @@ gin_result_t gin_memfd_import(const gin_arch_handle_t *handle, size_t size,
   if (fd < 0)
     return GIN_ERROR(GIN_ERR_SYSTEM, "cannot open peer memory %s: %s", path,
                      strerror(errno));
-  void *p = mmap(NULL, (size_t)h.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                 0);
+  void *p =
+      mmap(NULL, (size_t)h.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   close(fd);
   if (p == MAP_FAILED)
@@ -92,4 +92,3 @@ gin_result_t gin_memfd_import(const gin_arch_handle_t *handle, size_t size,
 void gin_memfd_unimport(void *ptr, size_t size, void *cookie) {
   munmap(ptr, (size_t)(uintptr_t)cookie);
 }
-

@@ -417,6 +417,7 @@ static void bs_acceptor_add(bs_acceptor_t *a, int fd,
   }
   bs_pending_t *p = &a->pend[a->npend++];
   bs_addr_t pa;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
   *p = (bs_pending_t){.fd = fd, .deadline_ns = bs_deadline(BS_HELLO_WAIT_MS)};
   if (bs_addr_from_sockaddr(sa, &pa) == 0)
     bs_addr_str(&pa, p->peer, sizeof p->peer);

@@ -23,9 +23,9 @@
 typedef struct gin_bs_uid {
   uint32_t magic;
   uint16_t version;
-  uint16_t family;     /* AF_INET or AF_INET6 */
-  uint8_t addr[16];    /* network byte order */
-  uint16_t port;       /* host byte order */
+  uint16_t family;  /* AF_INET or AF_INET6 */
+  uint8_t addr[16]; /* network byte order */
+  uint16_t port;    /* host byte order */
   uint16_t pad_;
   int32_t nranks;
   uint8_t secret[16];
@@ -35,11 +35,11 @@ typedef struct gin_bs_uid {
 typedef struct gin_bs_hello {
   uint32_t magic;
   uint16_t version;
-  uint16_t kind;       /* GIN_BS_HELLO_* */
+  uint16_t kind; /* GIN_BS_HELLO_* */
   uint8_t secret[16];
   int32_t rank;
   int32_t nranks;
-  uint16_t family;     /* the sender's listen address, for the root */
+  uint16_t family; /* the sender's listen address, for the root */
   uint16_t port;
   uint8_t addr[16];
 } gin_bs_hello_t;
@@ -49,8 +49,8 @@ enum { GIN_BS_HELLO_ROOT = 1, GIN_BS_HELLO_RING = 2 };
 /* Checks a received hello against the job (secret, magic, version, rank
  * range, size). Pure function of the bytes: fuzzed. */
 gin_result_t gin_bs_hello_check(const void *buf, size_t len,
-                                const uint8_t secret[16], int nranks,
-                                int kind, gin_bs_hello_t *out);
+                                const uint8_t secret[16], int nranks, int kind,
+                                gin_bs_hello_t *out);
 
 /* Starts a root that serves one job of nranks ranks on addr:port (port 0:
  * any free port) with the given secret, in a detached thread. Writes the

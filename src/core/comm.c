@@ -37,7 +37,8 @@ static gin_result_t comm_find(gin_comm_t comm, const char *fn) {
   if (!comm) return GIN_ERROR(GIN_ERR_INVALID, "%s: comm is NULL", fn);
   pthread_mutex_lock(&live_lock);
   struct gin_comm *c = live_head;
-  while (c && c != comm) c = c->next_live;
+  while (c && c != comm)
+    c = c->next_live;
   pthread_mutex_unlock(&live_lock);
   if (!c)
     return GIN_ERROR(GIN_ERR_STATE,
@@ -79,7 +80,8 @@ static void hostid_make(char *out, size_t len) {
    * (that is how the multi-host tests build their hosts). */
   struct stat st;
   unsigned long long netns = 0;
-  if (stat("/proc/self/ns/net", &st) == 0) netns = (unsigned long long)st.st_ino;
+  if (stat("/proc/self/ns/net", &st) == 0)
+    netns = (unsigned long long)st.st_ino;
   snprintf(out, len, "%s/%s/%llu", host, boot, netns);
 }
 
@@ -111,10 +113,10 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
   c->lsa_size = 0;
   for (int r = 0; r < c->nranks; r++) {
     gin_peer_info_t *p = &c->peers[r];
-    c->path_mapped[r] =
-        r == c->rank || (strncmp(p->hostid, me->hostid, GIN_HOSTID_BYTES) == 0 &&
-                         gin_arch_can_map(&me->dev, &p->dev));
-    int t = tnull ? GIN_TRANSPORT_NULL_ID
+    c->path_mapped[r] = r == c->rank || (strncmp(p->hostid, me->hostid,
+                                                 GIN_HOSTID_BYTES) == 0 &&
+                                         gin_arch_can_map(&me->dev, &p->dev));
+    int t = tnull                        ? GIN_TRANSPORT_NULL_ID
             : ttcp || !c->path_mapped[r] ? GIN_TRANSPORT_TCP_ID
                                          : GIN_TRANSPORT_IPC_ID;
     if (c->path_mapped[r] && !force_proxy)
@@ -130,8 +132,7 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
     }
     static const char *tnames[] = {"ipc", "null", "tcp", "?"};
     GIN_INFO(INIT, "rank %d: peer %d path %s%s%s%s", c->rank, r,
-             path_name(c->path[r]),
-             c->path[r] == GIN_PATH_PROXY ? " (" : "",
+             path_name(c->path[r]), c->path[r] == GIN_PATH_PROXY ? " (" : "",
              c->path[r] == GIN_PATH_PROXY ? tnames[t & 3] : "",
              c->path[r] == GIN_PATH_PROXY ? ")" : "");
   }
@@ -148,7 +149,8 @@ static gin_result_t comm_any(gin_comm_t c, int mine, int *any_out) {
   all[c->rank] = mine;
   gin_result_t res = gin_bs_allgather(c->bs, all, sizeof(int));
   int any = 0;
-  for (int r = 0; r < c->nranks; r++) any |= all[r];
+  for (int r = 0; r < c->nranks; r++)
+    any |= all[r];
   free(all);
   if (res == GIN_SUCCESS) *any_out = any;
   return res;
@@ -161,7 +163,8 @@ static int comm_has_proxied(gin_comm_t c) {
 }
 
 static gin_result_t comm_map_peer_ctrl(gin_comm_t c) {
-  gin_ctrl_t **devtab = (gin_ctrl_t **)calloc((size_t)c->nranks, sizeof *devtab);
+  gin_ctrl_t **devtab =
+      (gin_ctrl_t **)calloc((size_t)c->nranks, sizeof *devtab);
   if (!devtab) return GIN_ERROR(GIN_ERR_NOMEM, "peer control table");
   gin_result_t res = GIN_SUCCESS;
   for (int r = 0; r < c->nranks && res == GIN_SUCCESS; r++) {
@@ -191,7 +194,8 @@ static void comm_free(gin_comm_t c) {
       if (c->peer_ctrl[r] && r != c->rank)
         gin_arch_hostmem_unimport(c->peer_ctrl[r], sizeof(gin_ctrl_t),
                                   c->peer_ctrl_cookie[r]);
-  if (c->ctrl) gin_arch_hostmem_free(c->ctrl, sizeof(gin_ctrl_t), c->ctrl_cookie);
+  if (c->ctrl)
+    gin_arch_hostmem_free(c->ctrl, sizeof(gin_ctrl_t), c->ctrl_cookie);
   gin_arch_dev_free(c->path_dev);
   gin_arch_dev_free(c->lsa_ranks_dev);
   gin_arch_dev_free(c->peer_ctrl_devtab);
@@ -241,7 +245,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   c->peer_ctrl_cookie = (void **)calloc(n, sizeof(void *));
   if (!c->peers || !c->path || !c->path_mapped || !c->transport ||
       !c->lsa_ranks || !c->peer_ctrl || !c->peer_ctrl_cookie) {
-    res = GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: tables for %d ranks", nranks);
+    res =
+        GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: tables for %d ranks", nranks);
     goto free_comm;
   }
   c->uid = *uid;
@@ -265,13 +270,14 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   for (int r = 0; r < nranks; r++)
     if (c->peers[r].rank != r) {
       res = GIN_ERROR(GIN_ERR_PROTOCOL,
-                      "gin_comm_init: slot %d of the exchange names rank %d",
-                      r, (int)c->peers[r].rank);
+                      "gin_comm_init: slot %d of the exchange names rank %d", r,
+                      (int)c->peers[r].rank);
       goto free_comm;
     }
   GIN_CHECK_GOTO(gin_arch_dev_alloc(n, (void **)&c->path_dev), res, free_comm);
-  GIN_CHECK_GOTO(gin_arch_dev_alloc(n * sizeof(int), (void **)&c->lsa_ranks_dev),
-                 res, free_comm);
+  GIN_CHECK_GOTO(
+      gin_arch_dev_alloc(n * sizeof(int), (void **)&c->lsa_ranks_dev), res,
+      free_comm);
   GIN_CHECK_GOTO(gin_arch_dev_alloc(n * sizeof(gin_ctrl_t *),
                                     (void **)&c->peer_ctrl_devtab),
                  res, free_comm);
@@ -289,8 +295,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   c->next_live = live_head;
   live_head = c;
   pthread_mutex_unlock(&live_lock);
-  GIN_INFO(INIT, "rank %d of %d ready: %d load/store peers (lsa rank %d)",
-           rank, nranks, c->lsa_size, c->lsa_rank);
+  GIN_INFO(INIT, "rank %d of %d ready: %d load/store peers (lsa rank %d)", rank,
+           nranks, c->lsa_size, c->lsa_rank);
   *comm_out = c;
   return GIN_SUCCESS;
 
@@ -307,7 +313,8 @@ gin_result_t gin_comm_destroy(gin_comm_t comm) {
   GIN_CHECK(comm_find(comm, "gin_comm_destroy"));
   pthread_mutex_lock(&live_lock);
   struct gin_comm **pp = &live_head;
-  while (*pp && *pp != comm) pp = &(*pp)->next_live;
+  while (*pp && *pp != comm)
+    pp = &(*pp)->next_live;
   int found = *pp != NULL;
   if (found) *pp = comm->next_live;
   pthread_mutex_unlock(&live_lock);
@@ -381,8 +388,9 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      (uint64_t)id < c->max_windows ? " (deregistered?)"
                                                    : " (index out of range)");
   case GIN_DEVERR_BAD_RANGE: {
-    unsigned long long wsize =
-        (uint64_t)id < c->max_windows ? (unsigned long long)c->wins[id].size : 0;
+    unsigned long long wsize = (uint64_t)id < c->max_windows
+                                   ? (unsigned long long)c->wins[id].size
+                                   : 0;
     return GIN_ERROR(GIN_ERR_INVALID,
                      "rank %d: offset %llu + %llu bytes is outside window %lld "
                      "of %llu bytes (peer %lld)",
@@ -403,8 +411,9 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      "rank %d: signal %lld outside [0, %llu) (peer %lld)", r,
                      id, a0, peer);
   case GIN_DEVERR_BAD_COUNTER:
-    return GIN_ERROR(GIN_ERR_INVALID, "rank %d: counter %lld outside [0, %llu)%s",
-                     r, id, a0, a1 == 1 ? " or bad local action kind" : "");
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: counter %lld outside [0, %llu)%s", r, id, a0,
+                     a1 == 1 ? " or bad local action kind" : "");
   case GIN_DEVERR_BAD_CONTEXT:
     return GIN_ERROR(GIN_ERR_INVALID, "rank %d: context %lld outside [0, %llu)",
                      r, id, a0);
@@ -434,9 +443,10 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                                                     : GIN_ERR_REMOTE,
                      "rank %d: %s", r, c->proxy_msg);
   case GIN_DEVERR_UNREACHABLE:
-    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
-                     "rank %d: peer %lld has no path from this rank (path %llu)",
-                     r, peer, seen);
+    return GIN_ERROR(
+        GIN_ERR_UNSUPPORTED,
+        "rank %d: peer %lld has no path from this rank (path %llu)", r, peer,
+        seen);
   default:
     return GIN_ERROR(GIN_ERR_INTERNAL, "rank %d: unknown device error kind %d",
                      r, (int)e->kind);
@@ -450,8 +460,9 @@ gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
     return dev_error_report(comm, e);
   uint32_t who = __atomic_load_n(&comm->ctrl->abort, __ATOMIC_ACQUIRE);
   if (who)
-    return GIN_ERROR(GIN_ERR_ABORTED, "rank %d: communicator aborted by rank %d%s",
-                     comm->rank, (int)who - 1,
+    return GIN_ERROR(GIN_ERR_ABORTED,
+                     "rank %d: communicator aborted by rank %d%s", comm->rank,
+                     (int)who - 1,
                      (int)who - 1 == comm->rank ? " (gin_comm_abort)" : "");
   return GIN_SUCCESS;
 }

@@ -31,16 +31,16 @@ typedef struct gin_peer_info {
 typedef struct gin_win_slot {
   int live;
   uint32_t gen;
-  void *ptr;          /* local memory */
+  void *ptr; /* local memory */
   size_t size;
-  char **bases;       /* [nranks] host mirror of the device base table */
-  char **hbases;      /* [nranks] CPU views (host-kind windows), else NULL */
-  int host_kind;      /* backed by host memory the device maps */
-  void *hptr;         /* CPU view of the local memory (host kind) */
-  void **import_ptr;  /* [nranks] peer allocations mapped here */
+  char **bases;      /* [nranks] host mirror of the device base table */
+  char **hbases;     /* [nranks] CPU views (host-kind windows), else NULL */
+  int host_kind;     /* backed by host memory the device maps */
+  void *hptr;        /* CPU view of the local memory (host kind) */
+  void **import_ptr; /* [nranks] peer allocations mapped here */
   void **import_cookie;
   size_t *import_size;
-  int internal;       /* owned by a devcomm */
+  int internal; /* owned by a devcomm */
 } gin_win_slot_t;
 
 typedef struct gin_devcomm_res gin_devcomm_res_t;
@@ -50,29 +50,29 @@ struct gin_comm {
   int rank, nranks;
   int64_t timeout_ms;
   gin_bs_t *bs;
-  gin_unique_id_t uid;      /* the job's id: root address and secret */
-  gin_peer_info_t *peers;   /* [nranks] */
-  uint8_t *path;            /* [nranks] GIN_PATH_* (host) */
-  uint8_t *path_mapped;     /* [nranks] 1 if the rank's memory is mapped here */
-  uint8_t *transport;       /* [nranks] transport id of proxied peers */
-  struct gin_proxy *proxy;  /* proxy threads and transports, or NULL */
-  char proxy_msg[256];      /* what the proxy reported, for the async error */
-  uint8_t *path_dev;        /* device copy */
+  gin_unique_id_t uid;     /* the job's id: root address and secret */
+  gin_peer_info_t *peers;  /* [nranks] */
+  uint8_t *path;           /* [nranks] GIN_PATH_* (host) */
+  uint8_t *path_mapped;    /* [nranks] 1 if the rank's memory is mapped here */
+  uint8_t *transport;      /* [nranks] transport id of proxied peers */
+  struct gin_proxy *proxy; /* proxy threads and transports, or NULL */
+  char proxy_msg[256];     /* what the proxy reported, for the async error */
+  uint8_t *path_dev;       /* device copy */
   int lsa_size, lsa_rank;
-  int *lsa_ranks;           /* host */
+  int *lsa_ranks; /* host */
   int *lsa_ranks_dev;
   /* control pages: ours, and mapped peers' (lsa) */
-  gin_ctrl_t *ctrl;         /* host view */
-  gin_ctrl_t *ctrl_dev;     /* device view */
+  gin_ctrl_t *ctrl;     /* host view */
+  gin_ctrl_t *ctrl_dev; /* device view */
   void *ctrl_cookie;
-  gin_ctrl_t **peer_ctrl;       /* [nranks] host views (NULL: none) */
+  gin_ctrl_t **peer_ctrl;        /* [nranks] host views (NULL: none) */
   gin_ctrl_t **peer_ctrl_devtab; /* device array [nranks] of device views */
   void **peer_ctrl_cookie;
   /* windows */
   uint32_t max_windows;
-  gin_win_slot_t *wins;          /* [max_windows] */
-  gin_dev_window_t *wins_dev;    /* device table [max_windows] */
-  char **bases_dev;              /* device [max_windows * nranks] */
+  gin_win_slot_t *wins;       /* [max_windows] */
+  gin_dev_window_t *wins_dev; /* device table [max_windows] */
+  char **bases_dev;           /* device [max_windows * nranks] */
   /* device communicators */
   gin_devcomm_res_t *devcomms;
   uint64_t next_devcomm_id;
@@ -104,8 +104,8 @@ void gin_window_fini_(gin_comm_t comm);
 /* Memory behind an internal window when it is not from gin_mem_alloc:
  * host memory the device maps (gin_arch_hostmem_alloc). */
 typedef struct gin_win_mem {
-  void *host;           /* CPU view */
-  void *dev;            /* device view (the window's ptr) */
+  void *host; /* CPU view */
+  void *dev;  /* device view (the window's ptr) */
   size_t size;
   gin_arch_handle_t handle;
 } gin_win_mem_t;

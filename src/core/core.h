@@ -17,7 +17,12 @@ extern "C" {
 
 /* ---------------------------------------------------------------- log */
 
-enum { GIN_LOG_NONE = 0, GIN_LOG_WARN = 1, GIN_LOG_INFO = 2, GIN_LOG_TRACE = 3 };
+enum {
+  GIN_LOG_NONE = 0,
+  GIN_LOG_WARN = 1,
+  GIN_LOG_INFO = 2,
+  GIN_LOG_TRACE = 3
+};
 
 /* Subsystems for GIN_DEBUG_SUBSYS (comma separated names, or ALL). */
 enum {

@@ -10,16 +10,16 @@
 
 struct gin_devcomm_res {
   uint64_t id;
-  void *shared;         /* gin_mem_alloc: signals | barriers | modes */
-  gin_window_t win;     /* its internal window */
-  void *local;          /* dev memory: shadows | counters | epochs */
-  void *peertab;        /* dev memory: 3 x nranks pointers */
+  void *shared;                 /* gin_mem_alloc: signals | barriers | modes */
+  gin_window_t win;             /* its internal window */
+  void *local;                  /* dev memory: shadows | counters | epochs */
+  void *peertab;                /* dev memory: 3 x nranks pointers */
   struct gin_proxy_ring *rings; /* proxy rings, one per context */
   int nrings;
-  void *ring_table;     /* device view of the rings */
-  gin_win_mem_t pmem;   /* host memory the proxy updates (if proxied) */
+  void *ring_table;   /* device view of the rings */
+  gin_win_mem_t pmem; /* host memory the proxy updates (if proxied) */
   void *pmem_cookie;
-  gin_window_t pwin;    /* its internal window */
+  gin_window_t pwin; /* its internal window */
   int pwin_live;
   struct gin_devcomm_res *next;
 };
@@ -95,7 +95,8 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
      * overwrote the message. */
     return bad != GIN_SUCCESS ? reqs_resolve(reqs, &r) : res;
   }
-  size_t local_bytes = sizeof(uint64_t) * ((size_t)r.signals + r.counters + nbar);
+  size_t local_bytes =
+      sizeof(uint64_t) * ((size_t)r.signals + r.counters + nbar);
   GIN_CHECK_GOTO(gin_arch_dev_alloc(local_bytes, &d->local), res, free_res);
   GIN_CHECK_GOTO(gin_arch_dev_alloc(3 * n * sizeof(void *), &d->peertab), res,
                  free_res);
@@ -198,7 +199,8 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
   GIN_CHECK(gin_comm_check_live_(comm, "gin_devcomm_destroy"));
   GIN_ARG_CHECK(dcomm, "gin_devcomm_destroy: dcomm is NULL");
   gin_devcomm_res_t **pp = &comm->devcomms;
-  while (*pp && (*pp)->id != dcomm->id) pp = &(*pp)->next;
+  while (*pp && (*pp)->id != dcomm->id)
+    pp = &(*pp)->next;
   if (!*pp)
     return GIN_ERROR(GIN_ERR_INVALID,
                      "gin_devcomm_destroy: device communicator %llu is not "

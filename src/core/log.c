@@ -61,8 +61,9 @@ int gin_log_enabled(int level, unsigned subsys) {
 }
 
 static const char *level_name(int level) {
-  return level == GIN_LOG_WARN ? "WARN" : level == GIN_LOG_INFO ? "INFO"
-                                                                : "TRACE";
+  return level == GIN_LOG_WARN   ? "WARN"
+         : level == GIN_LOG_INFO ? "INFO"
+                                 : "TRACE";
 }
 
 static void log_vwrite(int level, const char *file, int line, const char *fmt,
@@ -72,7 +73,8 @@ static void log_vwrite(int level, const char *file, int line, const char *fmt,
   int n = snprintf(msg, sizeof msg, "gin %d %s %s:%d ", (int)getpid(),
                    level_name(level), base ? base + 1 : file, line);
   if (n < 0) return;
-  if ((size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  if ((size_t)n < sizeof msg)
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
   size_t len = strnlen(msg, sizeof msg - 2);
   msg[len++] = '\n';
   /* One write() per line so lines of concurrent ranks do not interleave. */

@@ -41,7 +41,8 @@ gin_result_t gin_mem_free(void *ptr) {
   GIN_ARG_CHECK(ptr, "gin_mem_free: ptr is NULL");
   pthread_mutex_lock(&alloc_lock);
   gin_alloc_t **pp = &alloc_head;
-  while (*pp && (*pp)->info.base != ptr) pp = &(*pp)->next;
+  while (*pp && (*pp)->info.base != ptr)
+    pp = &(*pp)->next;
   gin_alloc_t *a = *pp;
   if (a && a->refs > 0) {
     int refs = a->refs;

@@ -16,7 +16,8 @@ void gin_param_register(gin_param_t *p) {
   pthread_mutex_lock(&param_lock);
   /* Keep the list sorted by name for stable listings. */
   gin_param_t **pp = &param_head;
-  while (*pp && strcmp((*pp)->name, p->name) < 0) pp = &(*pp)->next;
+  while (*pp && strcmp((*pp)->name, p->name) < 0)
+    pp = &(*pp)->next;
   p->next = *pp;
   *pp = p;
   param_n++;
@@ -42,8 +43,8 @@ int64_t gin_param_int(gin_param_t *p) {
   errno = 0;
   long long x = strtoll(v, &end, 0);
   if (errno || end == v || *end != '\0') {
-    GIN_WARN(INIT, "%s=\"%s\" is not an integer; using the default %s",
-             p->name, v, p->def);
+    GIN_WARN(INIT, "%s=\"%s\" is not an integer; using the default %s", p->name,
+             v, p->def);
     x = strtoll(p->def, NULL, 0);
   }
   return (int64_t)x;
@@ -69,7 +70,8 @@ gin_result_t gin_param_info(int i, const char **name, const char **value,
                             const char **def, const char **help) {
   pthread_mutex_lock(&param_lock);
   gin_param_t *p = param_head;
-  for (int k = 0; p && k < i; k++) p = p->next;
+  for (int k = 0; p && k < i; k++)
+    p = p->next;
   pthread_mutex_unlock(&param_lock);
   if (i < 0 || !p)
     return GIN_ERROR(GIN_ERR_INVALID, "setting index %d out of range [0, %d)",

@@ -14,7 +14,7 @@ GIN_PARAM_INT(param_max_windows, "MAX_WINDOWS", 64,
 
 /* What every rank says about a registration. */
 typedef struct win_rec {
-  int32_t status;  /* GIN_SUCCESS or the local error */
+  int32_t status; /* GIN_SUCCESS or the local error */
   uint32_t slot;
   uint32_t host_kind;
   uint32_t pad_;
@@ -41,7 +41,8 @@ gin_result_t gin_window_init_(gin_comm_t c) {
     w->import_ptr = (void **)calloc(n, sizeof(void *));
     w->import_cookie = (void **)calloc(n, sizeof(void *));
     w->import_size = (size_t *)calloc(n, sizeof(size_t));
-    if (!w->bases || !w->hbases || !w->import_ptr || !w->import_cookie || !w->import_size)
+    if (!w->bases || !w->hbases || !w->import_ptr || !w->import_cookie ||
+        !w->import_size)
       return GIN_ERROR(GIN_ERR_NOMEM, "window table");
   }
   GIN_CHECK(gin_arch_dev_alloc(sizeof(gin_dev_window_t) * (size_t)m,
@@ -101,8 +102,8 @@ static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
       void *p = NULL, *dev = NULL;
       gin_result_t res =
           w->host_kind
-              ? gin_arch_hostmem_import(&recs[r].handle, recs[r].alloc_size,
-                                        &p, &dev, &w->import_cookie[r])
+              ? gin_arch_hostmem_import(&recs[r].handle, recs[r].alloc_size, &p,
+                                        &dev, &w->import_cookie[r])
               : gin_arch_shm_import(&recs[r].handle, recs[r].alloc_size, &p,
                                     &w->import_cookie[r]);
       if (res != GIN_SUCCESS) {
@@ -160,13 +161,13 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
   win_rec_t *me = &recs[c->rank];
   gin_alloc_info_t info;
   uint32_t slot = 0;
-  while (slot < c->max_windows && c->wins[slot].live) slot++;
+  while (slot < c->max_windows && c->wins[slot].live)
+    slot++;
   me->slot = slot;
   me->size = size;
   if (!ptr || size == 0)
-    me->status = GIN_ERROR(GIN_ERR_INVALID,
-                           "gin_window_register: rank %d: %s", c->rank,
-                           !ptr ? "ptr is NULL" : "size is 0");
+    me->status = GIN_ERROR(GIN_ERR_INVALID, "gin_window_register: rank %d: %s",
+                           c->rank, !ptr ? "ptr is NULL" : "size is 0");
   else if (slot == c->max_windows)
     me->status = GIN_ERROR(GIN_ERR_AGAIN,
                            "gin_window_register: rank %d: all %u window slots "
@@ -207,8 +208,8 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
   free(recs);
   if (res != GIN_SUCCESS) return res;
   if (!hostmem) gin_mem_ref_(info.base, +1);
-  GIN_INFO(WINDOW, "rank %d: window %u (gen %u) %zu bytes at %p", c->rank,
-           slot, w->gen, size, ptr);
+  GIN_INFO(WINDOW, "rank %d: window %u (gen %u) %zu bytes at %p", c->rank, slot,
+           w->gen, size, ptr);
   win_out->idx = slot;
   win_out->gen = w->gen;
   return GIN_SUCCESS;

@@ -98,7 +98,8 @@ static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
              GIN_DESC_VERSION);
     return 0;
   }
-  if (d->peer < 0 || d->peer >= c->nranks || c->path[d->peer] != GIN_PATH_PROXY) {
+  if (d->peer < 0 || d->peer >= c->nranks ||
+      c->path[d->peer] != GIN_PATH_PROXY) {
     snprintf(msg, len, "peer %d is not a proxied rank of %d", d->peer,
              c->nranks);
     return 0;
@@ -115,7 +116,8 @@ static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
     break;
   case GIN_OP_PUT_VALUE:
     if (d->bytes < 1 || d->bytes > 8) {
-      snprintf(msg, len, "put_value of %llu bytes", (unsigned long long)d->bytes);
+      snprintf(msg, len, "put_value of %llu bytes",
+               (unsigned long long)d->bytes);
       return 0;
     }
     if (!win_ok(c, d->dst_win, d->dst_off, d->bytes, "destination", msg, len))
@@ -129,9 +131,7 @@ static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
       return 0;
     }
     break;
-  default:
-    snprintf(msg, len, "unknown operation %u", d->op);
-    return 0;
+  default: snprintf(msg, len, "unknown operation %u", d->op); return 0;
   }
   x->bytes = d->bytes;
   x->dst_win = GIN_DESC_WIN_IDX(d->dst_win);
@@ -199,7 +199,8 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
     char msg[200];
     if (!desc_check(c, r, &d, &x, msg, sizeof msg)) {
       char full[256];
-      snprintf(full, sizeof full, "proxy rejected descriptor %llu of context %d: %s",
+      snprintf(full, sizeof full,
+               "proxy rejected descriptor %llu of context %d: %s",
                (unsigned long long)r->next, r->ctx, msg);
       proxy_fail(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, r->next, 0, full);
     } else if (!__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE)) {
@@ -253,7 +254,9 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
   px->comm = c;
   pthread_mutex_init(&px->lock, NULL);
   int64_t nt = param_proxy_threads();
-  px->nthreads = nt < 1 ? 1 : nt > PROXY_MAX_THREADS ? PROXY_MAX_THREADS : (int)nt;
+  px->nthreads = nt < 1                   ? 1
+                 : nt > PROXY_MAX_THREADS ? PROXY_MAX_THREADS
+                                          : (int)nt;
   px->busy = param_busy_poll() != 0;
   gin_result_t res = GIN_SUCCESS;
   uint8_t *use = (uint8_t *)calloc((size_t)c->nranks, 1);
@@ -310,7 +313,8 @@ void gin_proxy_detach(gin_comm_t c) {
   struct gin_proxy *px = c->proxy;
   if (!px) return;
   __atomic_store_n(&px->stop, 1, __ATOMIC_RELEASE);
-  for (int i = 0; i < px->nthreads; i++) pthread_join(px->threads[i], NULL);
+  for (int i = 0; i < px->nthreads; i++)
+    pthread_join(px->threads[i], NULL);
   for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
     if (px->ops[t]) px->ops[t]->fini(px->state[t]);
   pthread_mutex_destroy(&px->lock);
@@ -330,7 +334,8 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
                      "[8, 65536]",
                      (long long)size);
   int n = dc->nctx;
-  gin_proxy_ring_t *rings = (gin_proxy_ring_t *)calloc((size_t)n, sizeof *rings);
+  gin_proxy_ring_t *rings =
+      (gin_proxy_ring_t *)calloc((size_t)n, sizeof *rings);
   gin_ring_t *devtab = (gin_ring_t *)calloc((size_t)n, sizeof *devtab);
   gin_result_t res = GIN_SUCCESS;
   if (!rings || !devtab) {
@@ -351,7 +356,8 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
     gin_arch_handle_t h;
     res = gin_arch_hostmem_alloc(r->mem_bytes, &r->mem, &r->mem_dev, &h,
                                  &r->mem_cookie);
-    if (res == GIN_SUCCESS) res = gin_arch_dev_alloc(sizeof(uint64_t), (void **)&r->prod);
+    if (res == GIN_SUCCESS)
+      res = gin_arch_dev_alloc(sizeof(uint64_t), (void **)&r->prod);
     if (res != GIN_SUCCESS) break;
     r->slots = (gin_desc_t *)r->mem;
     r->cons = (uint64_t *)((char *)r->mem + (size_t)size * sizeof(gin_desc_t));
@@ -371,7 +377,8 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
     goto fail;
   }
   free(devtab);
-  for (int i = 0; i < n; i++) rings[i].next_ring = i + 1 < n ? &rings[i + 1] : NULL;
+  for (int i = 0; i < n; i++)
+    rings[i].next_ring = i + 1 < n ? &rings[i + 1] : NULL;
   pthread_mutex_lock(&px->lock);
   rings[n - 1].next_ring = px->rings;
   px->rings = rings;
@@ -384,7 +391,8 @@ fail:
   if (rings)
     for (int i = 0; i < n; i++) {
       if (rings[i].mem)
-        gin_arch_hostmem_free(rings[i].mem, rings[i].mem_bytes, rings[i].mem_cookie);
+        gin_arch_hostmem_free(rings[i].mem, rings[i].mem_bytes,
+                              rings[i].mem_cookie);
       gin_arch_dev_free(rings[i].prod);
     }
   free(rings);
@@ -400,12 +408,14 @@ void gin_proxy_rings_destroy(gin_comm_t c, gin_proxy_ring_t *rings, int n,
     /* The n rings are consecutive in the threads' list. */
     pthread_mutex_lock(&px->lock);
     gin_proxy_ring_t **pp = &px->rings;
-    while (*pp && *pp != rings) pp = &(*pp)->next_ring;
+    while (*pp && *pp != rings)
+      pp = &(*pp)->next_ring;
     if (*pp) *pp = rings[n - 1].next_ring;
     pthread_mutex_unlock(&px->lock);
   }
   for (int i = 0; i < n; i++) {
-    gin_arch_hostmem_free(rings[i].mem, rings[i].mem_bytes, rings[i].mem_cookie);
+    gin_arch_hostmem_free(rings[i].mem, rings[i].mem_bytes,
+                          rings[i].mem_cookie);
     gin_arch_dev_free(rings[i].prod);
   }
   gin_arch_dev_free(dev_table);

@@ -13,22 +13,22 @@
 
 /* One ring, host side. */
 typedef struct gin_proxy_ring {
-  gin_desc_t *slots;    /* host view */
-  uint64_t *cons;       /* host view of the consumer index */
-  uint64_t next;        /* next slot to consume */
+  gin_desc_t *slots; /* host view */
+  uint64_t *cons;    /* host view of the consumer index */
+  uint64_t next;     /* next slot to consume */
   uint32_t size;
   int ctx;
-  int thread;           /* proxy thread serving it */
+  int thread; /* proxy thread serving it */
   /* what descriptors are checked against */
-  uint32_t sig_win;     /* the devcomm's signal window slot */
+  uint32_t sig_win; /* the devcomm's signal window slot */
   int nsignals;
-  int nsig_total;       /* signals + barrier counters */
+  int nsig_total; /* signals + barrier counters */
   int ncounters;
-  uint64_t *counters;   /* CPU view of the proxy's part of the counters */
+  uint64_t *counters; /* CPU view of the proxy's part of the counters */
   void *mem, *mem_cookie;
   size_t mem_bytes;
   void *mem_dev;
-  uint64_t *prod;       /* device memory */
+  uint64_t *prod; /* device memory */
   struct gin_proxy_ring *next_ring;
 } gin_proxy_ring_t;
 
@@ -47,7 +47,7 @@ gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
                                     uint64_t *counters_host,
                                     gin_proxy_ring_t **rings_out);
 /* Takes the rings away from the threads and frees them. */
-void gin_proxy_rings_destroy(gin_comm_t comm, gin_proxy_ring_t *rings,
-                             int n, void *dev_table);
+void gin_proxy_rings_destroy(gin_comm_t comm, gin_proxy_ring_t *rings, int n,
+                             void *dev_table);
 
 #endif

@@ -50,8 +50,8 @@ static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
     if (x->mode_off)
       __atomic_fetch_or((uint32_t *)(sig + x->mode_off), x->mode_bit,
                         __ATOMIC_RELAXED);
-    GIN_CHECK(gin_arch_atomic_add_u64((uint64_t *)(sig + x->sig_off),
-                                      x->sig_add));
+    GIN_CHECK(
+        gin_arch_atomic_add_u64((uint64_t *)(sig + x->sig_off), x->sig_add));
   }
   return GIN_SUCCESS;
 }

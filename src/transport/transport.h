@@ -15,19 +15,19 @@
 
 /* One operation, already validated by the proxy against the windows. */
 typedef struct gin_xfer {
-  int op;             /* GIN_OP_PUT, GIN_OP_PUT_VALUE, GIN_OP_SIGNAL */
-  int peer;           /* world rank */
-  const void *src;    /* PUT: source bytes (this rank's window) */
-  uint64_t value;     /* PUT_VALUE: the value (low `bytes` bytes) */
+  int op;          /* GIN_OP_PUT, GIN_OP_PUT_VALUE, GIN_OP_SIGNAL */
+  int peer;        /* world rank */
+  const void *src; /* PUT: source bytes (this rank's window) */
+  uint64_t value;  /* PUT_VALUE: the value (low `bytes` bytes) */
   uint64_t bytes;
-  uint32_t dst_win;   /* window slot at the peer (symmetric) */
+  uint32_t dst_win; /* window slot at the peer (symmetric) */
   uint64_t dst_off;
   int has_signal;
-  uint32_t sig_win;   /* the devcomm's signal window slot */
-  uint64_t sig_off;   /* byte offset of the 64-bit signal word */
+  uint32_t sig_win; /* the devcomm's signal window slot */
+  uint64_t sig_off; /* byte offset of the 64-bit signal word */
   uint64_t sig_add;
-  uint64_t mode_off;  /* offset of the signal's INC/ADD mode word, 0: none */
-  uint32_t mode_bit;  /* 1 INC, 2 ADD: or-ed in before the signal update */
+  uint64_t mode_off; /* offset of the signal's INC/ADD mode word, 0: none */
+  uint32_t mode_bit; /* 1 INC, 2 ADD: or-ed in before the signal update */
 } gin_xfer_t;
 
 typedef struct gin_transport_ops {

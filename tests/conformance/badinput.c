@@ -31,24 +31,51 @@
  * checks-only INC/ADD detection are skipped there. */
 
 enum {
-  C_PEER, C_RANGE, C_WINDOW, C_DEREG, C_SIGNAL, C_COUNTER, C_CONTEXT,
-  C_MIX, C_TIMEOUT, C_ABORT, C_NCASES
+  C_PEER,
+  C_RANGE,
+  C_WINDOW,
+  C_DEREG,
+  C_SIGNAL,
+  C_COUNTER,
+  C_CONTEXT,
+  C_MIX,
+  C_TIMEOUT,
+  C_ABORT,
+  C_NCASES
 };
-static const char *case_names[C_NCASES] = {
-    "bad peer", "offset+size past window", "stale window handle",
-    "deregistered window", "signal id out of range", "counter id out of range",
-    "context out of range", "signal inc/add mixing", "wait timeout",
-    "abort from another thread"};
+static const char *case_names[C_NCASES] = {"bad peer",
+                                           "offset+size past window",
+                                           "stale window handle",
+                                           "deregistered window",
+                                           "signal id out of range",
+                                           "counter id out of range",
+                                           "context out of range",
+                                           "signal inc/add mixing",
+                                           "wait timeout",
+                                           "abort from another thread"};
 /* What the failing rank's message must contain. */
-static const char *case_words[C_NCASES] = {
-    "outside team", "outside window", "not a registered window",
-    "not a registered window", "signal 64 outside", "counter 9999 outside",
-    "context 99 outside", "both SIGNAL_INC and SIGNAL_ADD", "timed out", "aborted by rank"};
+static const char *case_words[C_NCASES] = {"outside team",
+                                           "outside window",
+                                           "not a registered window",
+                                           "not a registered window",
+                                           "signal 64 outside",
+                                           "counter 9999 outside",
+                                           "context 99 outside",
+                                           "both SIGNAL_INC and SIGNAL_ADD",
+                                           "timed out",
+                                           "aborted by rank"};
 /* What the proxy says when device checks are compiled out. */
 static const char *proxy_words[C_NCASES] = {
-    NULL, "destination offset 4088 + 16 bytes is outside window",
-    "destination window", "destination window", "signal 64 (action 1) outside [0, 64)",
-    "counter 9999 (action 1) outside", NULL, NULL, "timed out", "aborted by rank"};
+    NULL,
+    "destination offset 4088 + 16 bytes is outside window",
+    "destination window",
+    "destination window",
+    "signal 64 (action 1) outside [0, 64)",
+    "counter 9999 (action 1) outside",
+    NULL,
+    NULL,
+    "timed out",
+    "aborted by rank"};
 /* The rank whose call fails; the others see the abort it causes. */
 static const int case_rank[C_NCASES] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
 static const gin_result_t case_codes[C_NCASES] = {
@@ -101,9 +128,7 @@ GIN_KERNEL(k_bad, args_t) {
         rc = gin_signal(dc, 0, world, peer, gin_remote_signal_add(3, 5), c);
       break;
     case C_TIMEOUT:
-    case C_ABORT:
-      rc = gin_signal_wait(dc, 7, 1, c);
-      break;
+    case C_ABORT: rc = gin_signal_wait(dc, 7, 1, c); break;
     }
   }
   /* Proxied puts fail later, in the proxy: wait until it consumed them. */
@@ -191,7 +216,8 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   }
   pthread_t th;
   aborter_t ab = {s.comm, 200};
-  if (which == C_ABORT && rank == 0) pthread_create(&th, NULL, abort_later, &ab);
+  if (which == C_ABORT && rank == 0)
+    pthread_create(&th, NULL, abort_later, &ab);
   uint64_t t0 = (uint64_t)time(NULL);
   gin_result_t lrc = gin_launch(k_bad, 1, 1, 0, &a);
   if (lrc == GIN_SUCCESS) lrc = gin_stream_synchronize(0);
@@ -210,14 +236,14 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   snprintf(by, sizeof by, "aborted by rank %d", fr);
   if (rank == fr) {
     /* Without device checks the put itself succeeds: the proxy rejects it. */
-    gin_result_t want_rc = NOCHECKS && which < C_TIMEOUT ? GIN_SUCCESS
-                                                         : case_codes[which];
-    if (rc != want_rc || async != case_codes[which] ||
-        !strstr(msg, words)) {
-      fprintf(stderr, "rank %d: case '%s': device rc %s, async %s, message '%s' "
-              "(wanted %s and '%s')\n", rank, case_names[which], gin_strerror(rc),
-              gin_strerror(async), msg, gin_strerror(case_codes[which]),
-              words);
+    gin_result_t want_rc =
+        NOCHECKS && which < C_TIMEOUT ? GIN_SUCCESS : case_codes[which];
+    if (rc != want_rc || async != case_codes[which] || !strstr(msg, words)) {
+      fprintf(stderr,
+              "rank %d: case '%s': device rc %s, async %s, message '%s' "
+              "(wanted %s and '%s')\n",
+              rank, case_names[which], gin_strerror(rc), gin_strerror(async),
+              msg, gin_strerror(case_codes[which]), words);
       fails++;
     }
     if (secs > 20) {
@@ -259,7 +285,7 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
     gin_result_t r_ = (call);                                                  \
     if (r_ != (code) || !strstr(gin_last_error(), (words))) {                  \
       fprintf(stderr, "rank %d: %s -> %s '%s' (wanted %s, '%s')\n", rank,      \
-              #call, gin_strerror(r_), gin_last_error(), gin_strerror(code),    \
+              #call, gin_strerror(r_), gin_last_error(), gin_strerror(code),   \
               words);                                                          \
       fails++;                                                                 \
     }                                                                          \
@@ -271,7 +297,8 @@ static int host_cases(gin_comm_t world, int rank, int nranks) {
   gin_unique_id_t uid;
   memset(&uid, 0, sizeof uid);
   EXPECT(gin_comm_init(&c, 0, 0, &uid, NULL), GIN_ERR_INVALID, "nranks 0");
-  EXPECT(gin_comm_init(&c, 2, 2, &uid, NULL), GIN_ERR_INVALID, "rank 2 outside");
+  EXPECT(gin_comm_init(&c, 2, 2, &uid, NULL), GIN_ERR_INVALID,
+         "rank 2 outside");
   EXPECT(gin_comm_init(&c, 2, 0, NULL, NULL), GIN_ERR_INVALID, "uid is NULL");
   EXPECT(gin_unique_id_from_string("zz", &uid), GIN_ERR_INVALID, "");
   int x = 0;
@@ -328,7 +355,8 @@ int main(void) {
   }
   int total = 0;
   int f = host_cases(world, rank, nranks);
-  if (rank == 0) printf("%-32s %s\n", "host API bad arguments", f ? "FAIL" : "ok");
+  if (rank == 0)
+    printf("%-32s %s\n", "host API bad arguments", f ? "FAIL" : "ok");
   total += f;
   for (int which = 0; which < C_NCASES; which++) {
     if (NOCHECKS && !proxy_words[which]) continue;
@@ -340,7 +368,8 @@ int main(void) {
   int *all = (int *)calloc((size_t)nranks, sizeof(int));
   TCHECK(gin_comm_allgather(world, &total, all, sizeof(int)));
   int sum = 0;
-  for (int r = 0; r < nranks; r++) sum += all[r];
+  for (int r = 0; r < nranks; r++)
+    sum += all[r];
   free(all);
   TCHECK(gin_comm_destroy(world));
   if (rank == 0) printf("badinput: %s\n", sum ? "FAILED" : "passed");

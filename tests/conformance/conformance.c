@@ -61,7 +61,8 @@ GIN_KERNEL(k_order, args_t) {
   char *base = my_base(&args);
   uint64_t errors = 0;
   for (int k = 0; k < args.rounds; k++) {
-    if (k > 0) note_rc(&args, gin_signal_wait(dc, SIG_ACK, (uint64_t)k, args.coop));
+    if (k > 0)
+      note_rc(&args, gin_signal_wait(dc, SIG_ACK, (uint64_t)k, args.coop));
     for (size_t i = (size_t)cr; i < REG; i += (size_t)cs)
       base[i] = (char)test_byte(args.tag, me, k, i);
     gin_coop_sync(args.coop);
@@ -74,9 +75,9 @@ GIN_KERNEL(k_order, args_t) {
       if (len > left) len = left;
       gin_remote_t rem = p == args.nputs - 1 ? gin_remote_signal_inc(SIG_DATA)
                                              : gin_remote_none();
-      note_rc(&args, gin_put(dc, k % dc->nctx, world, to, args.win, REG + off,
-                             args.win, off, len, rem, gin_local_none(),
-                             args.coop));
+      note_rc(&args,
+              gin_put(dc, k % dc->nctx, world, to, args.win, REG + off,
+                      args.win, off, len, rem, gin_local_none(), args.coop));
       off += len;
     }
     note_rc(&args, gin_signal_wait(dc, SIG_DATA, (uint64_t)k + 1, args.coop));
@@ -88,7 +89,8 @@ GIN_KERNEL(k_order, args_t) {
                               gin_remote_signal_inc(SIG_ACK), args.coop));
   }
   /* The ring is quiet only once the last ack from `to` arrived. */
-  note_rc(&args, gin_signal_wait(dc, SIG_ACK, (uint64_t)args.rounds, args.coop));
+  note_rc(&args,
+          gin_signal_wait(dc, SIG_ACK, (uint64_t)args.rounds, args.coop));
   note_errors(&args, errors);
 }
 
@@ -100,16 +102,18 @@ GIN_KERNEL(k_signals, args_t) {
   for (int r = 0; r < args.rounds; r++)
     for (int p = 0; p < n; p++) {
       int peer = (me + p) % n;
-      note_rc(&args, gin_signal(dc, 0, world, peer,
-                                gin_remote_signal_add(SIG_ADD, (uint64_t)me + 1),
-                                GIN_COOP_THREAD));
-      note_rc(&args, gin_signal(dc, 1, world, peer,
-                                gin_remote_signal_inc(SIG_INC), GIN_COOP_THREAD));
+      note_rc(&args,
+              gin_signal(dc, 0, world, peer,
+                         gin_remote_signal_add(SIG_ADD, (uint64_t)me + 1),
+                         GIN_COOP_THREAD));
+      note_rc(&args,
+              gin_signal(dc, 1, world, peer, gin_remote_signal_inc(SIG_INC),
+                         GIN_COOP_THREAD));
     }
   if (gin_block_idx() == 0 && gin_thread_idx() == 0) {
     uint64_t issuers = (uint64_t)gin_grid_dim() * (uint64_t)gin_block_dim();
-    uint64_t want_add = issuers * (uint64_t)args.rounds *
-                        ((uint64_t)n * (uint64_t)(n + 1) / 2);
+    uint64_t want_add =
+        issuers * (uint64_t)args.rounds * ((uint64_t)n * (uint64_t)(n + 1) / 2);
     uint64_t want_inc = issuers * (uint64_t)args.rounds * (uint64_t)n;
     note_rc(&args, gin_signal_wait(dc, SIG_ADD, want_add, GIN_COOP_THREAD));
     note_rc(&args, gin_signal_wait(dc, SIG_INC, want_inc, GIN_COOP_THREAD));
@@ -118,7 +122,8 @@ GIN_KERNEL(k_signals, args_t) {
     args.out[1] = gin_signal_read(dc, SIG_INC);
     args.out[2] = want_add;
     args.out[3] = want_inc;
-    if (args.out[0] != want_add || args.out[1] != want_inc) note_errors(&args, 1);
+    if (args.out[0] != want_add || args.out[1] != want_inc)
+      note_errors(&args, 1);
   }
 }
 
@@ -146,10 +151,12 @@ GIN_KERNEL(k_counters, args_t) {
       note_rc(&args, gin_counter_wait(dc, 0, (uint64_t)k + 1, args.coop));
     else
       note_rc(&args, gin_flush(dc, 0, args.coop));
-    for (size_t i = (size_t)cr; i < chunk; i += (size_t)cs) base[i] = (char)0xee;
+    for (size_t i = (size_t)cr; i < chunk; i += (size_t)cs)
+      base[i] = (char)0xee;
     gin_coop_sync(args.coop);
   }
-  note_rc(&args, gin_signal_wait(dc, SIG_DATA, (uint64_t)args.rounds, args.coop));
+  note_rc(&args,
+          gin_signal_wait(dc, SIG_DATA, (uint64_t)args.rounds, args.coop));
   for (int k = 0; k < args.rounds; k++)
     for (size_t i = (size_t)cr; i < chunk; i += (size_t)cs)
       if ((unsigned char)base[REG + (size_t)k * chunk + i] !=
@@ -194,15 +201,18 @@ GIN_KERNEL(k_wrap, args_t) {
   uint64_t before = 0, delta = 0;
   /* Nobody adds more until everyone has checked the exact value. */
   note_rc(&args, gin_barrier(dc, world, 0, c));
-  note_rc(&args, gin_signal(dc, 0, world, to,
-                            gin_remote_signal_add(SIG_WRAP, 5), c));
-  note_rc(&args, gin_signal_wait_follow_shadow(dc, SIG_WRAP, 5, &before, &delta, c));
-  if (before != 3 || delta != 5 || gin_signal_shadow(dc, SIG_WRAP) != 8) errors++;
+  note_rc(&args,
+          gin_signal(dc, 0, world, to, gin_remote_signal_add(SIG_WRAP, 5), c));
+  note_rc(&args,
+          gin_signal_wait_follow_shadow(dc, SIG_WRAP, 5, &before, &delta, c));
+  if (before != 3 || delta != 5 || gin_signal_shadow(dc, SIG_WRAP) != 8)
+    errors++;
   /* Counters: 56 bits. */
   note_rc(&args, gin_counter_set(dc, 1, (1ull << 56) - 2, c));
   for (int i = 0; i < 5; i++)
-    note_rc(&args, gin_put(dc, 0, world, to, args.win, 2 * REG + 512, args.win,
-                           0, 8, gin_remote_none(), gin_local_counter_inc(1), c));
+    note_rc(&args,
+            gin_put(dc, 0, world, to, args.win, 2 * REG + 512, args.win, 0, 8,
+                    gin_remote_none(), gin_local_counter_inc(1), c));
   note_rc(&args, gin_counter_wait(dc, 1, 3, c));
   if (gin_counter_read(dc, 1) != 3) errors++;
   /* put_value of widths 1..8 into slot area, then one signal. */
@@ -217,7 +227,8 @@ GIN_KERNEL(k_wrap, args_t) {
   for (int w = 1; w <= 8; w++) {
     uint64_t v = test_mix((uint64_t)(from * 8 + w));
     for (int b = 0; b < 16; b++) {
-      unsigned char got = (unsigned char)base[2 * REG + 1024 + (size_t)w * 16 + b];
+      unsigned char got =
+          (unsigned char)base[2 * REG + 1024 + (size_t)w * 16 + b];
       unsigned char want = b < w ? (unsigned char)(v >> (8 * b)) : 0;
       if (got != want) errors++;
     }
@@ -241,7 +252,8 @@ GIN_KERNEL(k_barrier, args_t) {
                                    (uint64_t)(k + 1), 8, gin_remote_none(),
                                    GIN_COOP_THREAD));
     uint64_t t0 = gin_time_ns();
-    while (gin_time_ns() - t0 < (uint64_t)dc->rank * 200000ull) gin_spin_pause(64);
+    while (gin_time_ns() - t0 < (uint64_t)dc->rank * 200000ull)
+      gin_spin_pause(64);
     note_rc(&args, gin_barrier(dc, team, 2, GIN_COOP_THREAD));
     for (int p = 0; p < team.size; p++) {
       int w = gin_team_world_rank(team, p);
@@ -267,7 +279,8 @@ GIN_KERNEL(k_alltoall, args_t) {
   uint64_t errors = 0;
   for (int peer = b; peer < n; peer += gin_grid_dim()) {
     int to = (me + peer) % n;
-    size_t len = (size_t)(test_mix((uint64_t)(me * 7919 + to * 131 + k)) % (slot + 1));
+    size_t len =
+        (size_t)(test_mix((uint64_t)(me * 7919 + to * 131 + k)) % (slot + 1));
     char *src = base + (size_t)to * slot;
     for (size_t i = (size_t)cr; i < len; i += (size_t)cs)
       src[i] = (char)test_byte(k, me, to, i);
@@ -279,7 +292,8 @@ GIN_KERNEL(k_alltoall, args_t) {
   }
   for (int peer = b; peer < n; peer += gin_grid_dim()) {
     int from = (me + n - peer) % n;
-    size_t len = (size_t)(test_mix((uint64_t)(from * 7919 + me * 131 + k)) % (slot + 1));
+    size_t len =
+        (size_t)(test_mix((uint64_t)(from * 7919 + me * 131 + k)) % (slot + 1));
     note_rc(&args, gin_signal_wait(dc, SIG_A2A + from, (uint64_t)args.rounds,
                                    args.coop));
     for (size_t i = (size_t)cr; i < len; i += (size_t)cs)
@@ -302,7 +316,8 @@ typedef struct ctx {
   int failed;
 } ctx_t;
 
-static args_t make_args(ctx_t *t, gin_coop_t coop, int rounds, int nputs, int tag) {
+static args_t make_args(ctx_t *t, gin_coop_t coop, int rounds, int nputs,
+                        int tag) {
   args_t a;
   memset(&a, 0, sizeof a);
   a.dc = t->dc;
@@ -330,7 +345,8 @@ static void finish_case(ctx_t *t, const char *name, gin_result_t launch_rc) {
   int *all = (int *)calloc((size_t)t->nranks, sizeof(int));
   TCHECK(gin_comm_allgather(t->comm, &bad, all, sizeof(int)));
   int nbad = 0;
-  for (int r = 0; r < t->nranks; r++) nbad += all[r];
+  for (int r = 0; r < t->nranks; r++)
+    nbad += all[r];
   free(all);
   if (t->rank == 0)
     printf("%-28s %s (%d ranks)\n", name, nbad ? "FAIL" : "ok", t->nranks);
@@ -364,7 +380,8 @@ static void host_rolling_unit(ctx_t *t) {
   bad |= !gin_rolling_ge(2, (1ull << 56) - 3, 56);
   bad |= gin_rolling_ge((1ull << 56) - 3, 2, 56);
   bad |= !gin_rolling_ge(1ull << 62, 0, 64);
-  if (t->rank == 0) printf("%-28s %s\n", "rolling compare (host)", bad ? "FAIL" : "ok");
+  if (t->rank == 0)
+    printf("%-28s %s\n", "rolling compare (host)", bad ? "FAIL" : "ok");
   if (bad) t->failed = 1;
 }
 
@@ -390,18 +407,23 @@ int main(int argc, char **argv) {
   for (int c = 0; c < 3; c++) {
     gin_coop_t co = coops[c];
     snprintf(name, sizeof name, "ordering/%s", test_coop_name(co));
-    RUN(&t, name, k_order, 1, test_block_threads(co), make_args(&t, co, 6, 9, 10 + c));
+    RUN(&t, name, k_order, 1, test_block_threads(co),
+        make_args(&t, co, 6, 9, 10 + c));
     snprintf(name, sizeof name, "counters+flush+self/%s", test_coop_name(co));
-    RUN(&t, name, k_counters, 1, test_block_threads(co), make_args(&t, co, 8, 0, 20 + c));
+    RUN(&t, name, k_counters, 1, test_block_threads(co),
+        make_args(&t, co, 8, 0, 20 + c));
     snprintf(name, sizeof name, "alltoall/%s", test_coop_name(co));
     for (int k = 0; k < 3; k++)
       RUN(&t, name, k_alltoall, t.nranks, test_block_threads(co),
           make_args(&t, co, 1, 0, 30 + 3 * c + k));
   }
-  RUN(&t, "signals add+inc all ranks", k_signals, 4, test_block_threads(GIN_COOP_WARP),
+  RUN(&t, "signals add+inc all ranks", k_signals, 4,
+      test_block_threads(GIN_COOP_WARP),
       make_args(&t, GIN_COOP_THREAD, 20, 0, 0));
-  RUN(&t, "wrap+shadows+put_value", k_wrap, 1, 1, make_args(&t, GIN_COOP_THREAD, 0, 0, 0));
-  RUN(&t, "barrier skewed world+lsa", k_barrier, 1, 1, make_args(&t, GIN_COOP_THREAD, 4, 0, 0));
+  RUN(&t, "wrap+shadows+put_value", k_wrap, 1, 1,
+      make_args(&t, GIN_COOP_THREAD, 0, 0, 0));
+  RUN(&t, "barrier skewed world+lsa", k_barrier, 1, 1,
+      make_args(&t, GIN_COOP_THREAD, 4, 0, 0));
 
   TCHECK(gin_devcomm_destroy(t.comm, &t.dc));
   TCHECK(gin_window_deregister(t.comm, t.win));

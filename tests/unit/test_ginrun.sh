@@ -90,7 +90,9 @@ t=$(($(now_ms) - t0))
 [ "$t" -ge 2300 ] && [ "$t" -lt 15000 ] || fail "grace period: took $t ms, expected 0.5 s + 2 s"
 expect_no_survivors "$MARK.n" "SIGTERM ignored"
 
-# 6. SIGTERM to ginrun is forwarded to the ranks
+# 6. SIGTERM to ginrun is forwarded to the ranks (once they run, ginrun's
+# handlers are in place)
+: >"$OUT"
 timeout -s KILL 60 "$GINRUN" -n 2 "$CHILD" sleep "$MARK.s" >"$OUT" 2>"$ERR" &
 tpid=$!
 i=0
@@ -121,7 +123,7 @@ expect_line "$ERR" "command not found" "program not on PATH message"
 # 8. --env lists the settings with their help
 timeout -k 10 60 "$GINRUN" --env >"$OUT" 2>"$ERR"
 expect_rc 0 $? "--env"
-expect_line "$OUT" "^GIN_TIMEOUT_MS=" "--env GIN_TIMEOUT_MS"
+expect_line "$OUT" "^GIN_TIMEOUT_MS=[0-9]*  (default: 30000)$" "--env GIN_TIMEOUT_MS"
 expect_line "$OUT" "^GIN_ROOT_ADDR=" "--env GIN_ROOT_ADDR"
 expect_line "$OUT" "^    bound in milliseconds" "--env help text"
 

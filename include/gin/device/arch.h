@@ -187,8 +187,8 @@ GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
  * widest accesses the alignment allows. */
 #if GIN_ARCH_CUDA
 GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
-                                 const char *GIN_RESTRICT src, size_t n,
-                                 int r, int s) {
+                                 const char *GIN_RESTRICT src, size_t n, int r,
+                                 int s) {
   size_t head = 0;
   if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
     const uint4 *vs = (const uint4 *)src;
@@ -202,21 +202,24 @@ GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
       vd[i + 2 * s] = c;
       vd[i + 3 * s] = d;
     }
-    for (; i < nv; i += (size_t)s) vd[i] = vs[i];
+    for (; i < nv; i += (size_t)s)
+      vd[i] = vs[i];
     head = nv * 16;
   } else if ((((uintptr_t)dst | (uintptr_t)src) & 7) == 0) {
     const uint64_t *vs = (const uint64_t *)src;
     uint64_t *vd = (uint64_t *)dst;
     size_t nv = n / 8;
-    for (size_t i = (size_t)r; i < nv; i += (size_t)s) vd[i] = vs[i];
+    for (size_t i = (size_t)r; i < nv; i += (size_t)s)
+      vd[i] = vs[i];
     head = nv * 8;
   }
-  for (size_t i = head + (size_t)r; i < n; i += (size_t)s) dst[i] = src[i];
+  for (size_t i = head + (size_t)r; i < n; i += (size_t)s)
+    dst[i] = src[i];
 }
 #else
 GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
-                                 const char *GIN_RESTRICT src, size_t n,
-                                 int r, int s) {
+                                 const char *GIN_RESTRICT src, size_t n, int r,
+                                 int s) {
   memcpy(dst, src, n);
 }
 #endif

@@ -101,12 +101,10 @@ GIN_DEVICE_FN int gin_signal_shadow_add(const gin_devcomm_t *dc, int signal,
                                         uint64_t delta, gin_coop_t coop);
 GIN_DEVICE_FN int gin_signal_wait_meet_shadow(const gin_devcomm_t *dc,
                                               int signal, gin_coop_t coop);
-GIN_DEVICE_FN int gin_signal_wait_follow_shadow(const gin_devcomm_t *dc,
-                                                int signal,
-                                                uint64_t least_delta,
-                                                uint64_t *before,
-                                                uint64_t *delta,
-                                                gin_coop_t coop);
+GIN_DEVICE_FN int
+gin_signal_wait_follow_shadow(const gin_devcomm_t *dc, int signal,
+                              uint64_t least_delta, uint64_t *before,
+                              uint64_t *delta, gin_coop_t coop);
 
 /* Counters (56-bit, local): read, bounded wait until value >= least
  * (rolling 56-bit comparison), reset to 0, set (to resume a count). */

@@ -33,12 +33,12 @@ enum {
 #define GIN_DESC_WIN_GEN(v) ((v) >> 16)
 
 typedef struct gin_desc {
-  uint32_t flag;    /* lap + 1 once the body is written (release) */
-  uint8_t op;       /* GIN_OP_* */
-  uint8_t remote;   /* GIN_REMOTE_* */
-  uint8_t local;    /* GIN_LOCAL_* */
-  uint8_t version;  /* GIN_DESC_VERSION */
-  int32_t peer;     /* world rank */
+  uint32_t flag;   /* lap + 1 once the body is written (release) */
+  uint8_t op;      /* GIN_OP_* */
+  uint8_t remote;  /* GIN_REMOTE_* */
+  uint8_t local;   /* GIN_LOCAL_* */
+  uint8_t version; /* GIN_DESC_VERSION */
+  int32_t peer;    /* world rank */
   int32_t signal;
   int32_t counter;
   uint32_t dst_win; /* GIN_DESC_WIN */
@@ -56,10 +56,10 @@ GIN_STATIC_ASSERT(offsetof(gin_desc_t, dst_off) % 8 == 0, "aligned body");
 
 /* One ring as device code sees it. */
 typedef struct gin_ring {
-  gin_desc_t *slots;       /* [size], host memory mapped for the device */
-  uint64_t *prod;          /* producer index (device memory) */
-  const uint64_t *cons;    /* consumer index (host memory, device view) */
-  uint32_t size;           /* power of two */
+  gin_desc_t *slots;    /* [size], host memory mapped for the device */
+  uint64_t *prod;       /* producer index (device memory) */
+  const uint64_t *cons; /* consumer index (host memory, device view) */
+  uint32_t size;        /* power of two */
   uint32_t pad_;
 } gin_ring_t;
 

@@ -82,9 +82,9 @@ typedef struct gin_dev_error {
   uint32_t claimed; /* 0 free; set by the first reporter */
   uint32_t ready;   /* 1 once the fields below are written */
   int32_t kind;
-  int32_t rank;     /* the rank that recorded it */
-  int64_t peer;     /* peer rank involved, -1 if none */
-  int64_t id;       /* signal / counter / window / barrier slot id */
+  int32_t rank; /* the rank that recorded it */
+  int64_t peer; /* peer rank involved, -1 if none */
+  int64_t id;   /* signal / counter / window / barrier slot id */
   uint64_t expected;
   uint64_t seen;
   uint64_t arg0, arg1; /* kind-specific: offset and size, ... */
@@ -101,9 +101,9 @@ typedef struct gin_ctrl {
 /* Team: a set of world ranks. ranks == NULL means ranks 0..size-1. */
 typedef struct gin_team {
   int size;
-  int rank;          /* this rank's index in the team, -1 if not a member */
-  int id;            /* 0 world, 1 lsa */
-  const int *ranks;  /* team index -> world rank (device memory) */
+  int rank;         /* this rank's index in the team, -1 if not a member */
+  int id;           /* 0 world, 1 lsa */
+  const int *ranks; /* team index -> world rank (device memory) */
 } gin_team_t;
 
 #define GIN_TEAM_WORLD 0
@@ -116,31 +116,31 @@ typedef struct gin_devcomm {
   int nctx, nsignals, ncounters, nbarriers;
   int lsa_size, lsa_rank;
   uint64_t timeout_ns;
-  uint64_t *signals;       /* this rank's signals [nsignals] */
-  uint64_t **peer_signals; /* [nranks] each rank's signal array, mapped */
-  uint32_t *sigmode;       /* this rank's signal mode bytes [nsignals] */
-  uint32_t **peer_sigmode; /* [nranks] */
-  uint64_t *shadows;       /* [nsignals] */
-  uint64_t *counters;      /* [ncounters] */
-  uint64_t *bar;           /* [GIN_NUM_TEAMS * nbarriers] arrivals here */
-  uint64_t **peer_bar;     /* [nranks] */
-  uint64_t *bar_epoch;     /* [GIN_NUM_TEAMS * nbarriers] local epochs */
-  const uint8_t *path;     /* [nranks] GIN_PATH_* */
-  const int *lsa_ranks;    /* [lsa_size] world rank of each lsa member */
+  uint64_t *signals;         /* this rank's signals [nsignals] */
+  uint64_t **peer_signals;   /* [nranks] each rank's signal array, mapped */
+  uint32_t *sigmode;         /* this rank's signal mode bytes [nsignals] */
+  uint32_t **peer_sigmode;   /* [nranks] */
+  uint64_t *shadows;         /* [nsignals] */
+  uint64_t *counters;        /* [ncounters] */
+  uint64_t *bar;             /* [GIN_NUM_TEAMS * nbarriers] arrivals here */
+  uint64_t **peer_bar;       /* [nranks] */
+  uint64_t *bar_epoch;       /* [GIN_NUM_TEAMS * nbarriers] local epochs */
+  const uint8_t *path;       /* [nranks] GIN_PATH_* */
+  const int *lsa_ranks;      /* [lsa_size] world rank of each lsa member */
   gin_dev_window_t *windows; /* [max_windows] */
   uint32_t max_windows;
-  uint32_t checks;         /* device-side argument checks on */
-  gin_ctrl_t *ctrl;        /* this rank's control page (device view) */
-  gin_ctrl_t **peer_ctrl;  /* [nranks] peers' control pages, NULL if none */
-  struct gin_ring *rings;  /* [nctx] proxy rings (device view), or NULL */
+  uint32_t checks;        /* device-side argument checks on */
+  gin_ctrl_t *ctrl;       /* this rank's control page (device view) */
+  gin_ctrl_t **peer_ctrl; /* [nranks] peers' control pages, NULL if none */
+  struct gin_ring *rings; /* [nctx] proxy rings (device view), or NULL */
   /* The parts the proxy updates, in host memory the device maps (NULL
    * when no peer is proxied). A signal's value is signals[s] +
    * psignals[s]; barrier counters follow the signals in psignals; a
    * counter's value is counters[c] + pcounters[c]. */
-  uint64_t *psignals;      /* [nsignals + GIN_NUM_TEAMS * nbarriers] */
-  uint32_t *pmode;         /* [nsignals] INC/ADD marks of proxied updates */
-  uint64_t *pcounters;     /* [ncounters] */
-  uint64_t id;             /* identifies the devcomm on its comm */
+  uint64_t *psignals;  /* [nsignals + GIN_NUM_TEAMS * nbarriers] */
+  uint32_t *pmode;     /* [nsignals] INC/ADD marks of proxied updates */
+  uint64_t *pcounters; /* [ncounters] */
+  uint64_t id;         /* identifies the devcomm on its comm */
 } gin_devcomm_t;
 
 #endif

@@ -21,10 +21,9 @@
   do {                                                                         \
     cudaError_t e_ = (call);                                                   \
     if (e_ != cudaSuccess)                                                     \
-      return GIN_ERROR(e_ == cudaErrorMemoryAllocation ? GIN_ERR_NOMEM         \
-                                                       : GIN_ERR_CUDA,         \
-                       "%s: %s (%s)", what, cudaGetErrorString(e_),            \
-                       cudaGetErrorName(e_));                                  \
+      return GIN_ERROR(                                                        \
+          e_ == cudaErrorMemoryAllocation ? GIN_ERR_NOMEM : GIN_ERR_CUDA,      \
+          "%s: %s (%s)", what, cudaGetErrorString(e_), cudaGetErrorName(e_));  \
   } while (0)
 
 typedef struct cuda_handle {
@@ -65,7 +64,9 @@ static int arch_device = -1;
 static pthread_key_t stream_key;
 static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
 static void stream_destroy(void *s) { cudaStreamDestroy((cudaStream_t)s); }
-static void stream_key_make(void) { pthread_key_create(&stream_key, stream_destroy); }
+static void stream_key_make(void) {
+  pthread_key_create(&stream_key, stream_destroy);
+}
 
 static gin_result_t thread_stream(cudaStream_t *out) {
   pthread_once(&stream_once, stream_key_make);
@@ -165,7 +166,8 @@ gin_result_t gin_arch_shm_import(const gin_arch_handle_t *handle, size_t size,
   cuda_handle_t h;
   memcpy(&h, handle->bytes, sizeof h);
   if (h.magic != CUDA_HANDLE_MAGIC || h.size < size)
-    return GIN_ERROR(GIN_ERR_PROTOCOL, "bad CUDA memory handle (size %llu < %zu)",
+    return GIN_ERROR(GIN_ERR_PROTOCOL,
+                     "bad CUDA memory handle (size %llu < %zu)",
                      (unsigned long long)h.size, size);
   void *p = NULL;
   GIN_CUDA_CALL(cudaIpcOpenMemHandle(&p, h.ipc, cudaIpcMemLazyEnablePeerAccess),
@@ -180,10 +182,10 @@ void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
 }
 
 static gin_result_t host_register(void *host, size_t size, void **dev_out) {
-  GIN_CUDA_CALL(cudaHostRegister(host, size,
-                                 cudaHostRegisterMapped |
-                                     cudaHostRegisterPortable),
-                "cudaHostRegister of a control page");
+  GIN_CUDA_CALL(
+      cudaHostRegister(host, size,
+                       cudaHostRegisterMapped | cudaHostRegisterPortable),
+      "cudaHostRegister of a control page");
   cudaError_t e = cudaHostGetDevicePointer(dev_out, host, 0);
   if (e != cudaSuccess) {
     cudaHostUnregister(host);

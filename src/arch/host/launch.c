@@ -28,7 +28,8 @@ static void *host_block_main(void *p) {
   return NULL;
 }
 
-gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid, const void *args) {
+gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid,
+                             const void *args) {
   if (!fn || grid < 1 || grid > HOST_MAX_GRID)
     return GIN_ERROR(GIN_ERR_INVALID,
                      "host launch: grid %d outside [1, %d] or no kernel", grid,
@@ -48,8 +49,8 @@ gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid, const void *args) 
   }
   for (; started < grid; started++) {
     blocks[started] = (host_block_t){fn, args, started, grid};
-    int e = pthread_create(&tids[started], NULL, host_block_main,
-                           &blocks[started]);
+    int e =
+        pthread_create(&tids[started], NULL, host_block_main, &blocks[started]);
     if (e != 0) {
       res = GIN_ERROR(GIN_ERR_SYSTEM,
                       "host launch: thread for block %d of %d: %s", started,
@@ -57,7 +58,8 @@ gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid, const void *args) 
       break;
     }
   }
-  for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+  for (int i = 0; i < started; i++)
+    pthread_join(tids[i], NULL);
 free_arrays:
   free(tids);
   free(blocks);

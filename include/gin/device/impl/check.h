@@ -58,9 +58,8 @@ GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
 }
 
 /* The window slot for handle w, or NULL (after recording) if w is not live. */
-GIN_DEVICE_FN const gin_dev_window_t *gin_dev_window_(const gin_devcomm_t *dc,
-                                                      gin_window_t w,
-                                                      int64_t peer) {
+GIN_DEVICE_FN const gin_dev_window_t *
+gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w, int64_t peer) {
   if (w.idx >= dc->max_windows) {
     gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, 0);
     return NULL;

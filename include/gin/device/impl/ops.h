@@ -92,13 +92,11 @@ GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
 GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
   switch (dc->path[w]) {
   case GIN_PATH_SELF:
-  case GIN_PATH_DIRECT:
-    return GIN_SUCCESS;
+  case GIN_PATH_DIRECT: return GIN_SUCCESS;
   case GIN_PATH_PROXY:
     if (dc->rings) return GIN_SUCCESS;
     break; /* no rings: no proxy */
-  default:
-    break;
+  default: break;
   }
   return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w, -1,
                        0, dc->path[w], 0, 0);
@@ -109,8 +107,8 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
 /* Posts one descriptor on ctx's ring; called by every thread of the coop,
  * thread 0 posts after the coop synchronised (so the proxy sees every
  * thread's source bytes). Blocks, bounded, while the ring is full. */
-GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op,
-                                int w, gin_window_t dst, size_t dst_off,
+GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
+                                gin_window_t dst, size_t dst_off,
                                 gin_window_t src, size_t src_off, size_t bytes,
                                 gin_remote_t remote, gin_local_t local,
                                 gin_coop_t coop) {
@@ -178,8 +176,8 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                          bytes, remote, local, coop);
   /* Direct path: this coop's threads move the bytes themselves. */
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
-  gin_copy_coop(dw->base[w] + dst_off, sw->base[dc->rank] + src_off, bytes,
-                cr, cs);
+  gin_copy_coop(dw->base[w] + dst_off, sw->base[dc->rank] + src_off, bytes, cr,
+                cs);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
     return GIN_SUCCESS;
   gin_coop_sync(coop);
@@ -208,15 +206,16 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
   if (dc->path[w] == GIN_PATH_PROXY)
-    return gin_dev_post_(dc, ctx, GIN_OP_PUT_VALUE, w, dst, dst_off, dst,
-                         value, (size_t)bytes, remote, gin_local_none(), coop);
+    return gin_dev_post_(dc, ctx, GIN_OP_PUT_VALUE, w, dst, dst_off, dst, value,
+                         (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
   if (cr == 0) {
     char *d = dw->base[w] + dst_off;
     if (bytes == 8 && ((uintptr_t)d & 7) == 0) {
       *(uint64_t *)d = value;
     } else {
-      for (int i = 0; i < bytes; i++) d[i] = (char)(value >> (8 * i));
+      for (int i = 0; i < bytes; i++)
+        d[i] = (char)(value >> (8 * i));
     }
     rc = gin_dev_remote_(dc, w, remote, 1);
   }
@@ -238,8 +237,8 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     gin_window_t none;
     none.idx = 0;
     none.gen = 0;
-    return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0,
-                         remote, gin_local_none(), coop);
+    return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0, remote,
+                         gin_local_none(), coop);
   }
   gin_coop_sync(coop);
   if (gin_coop_rank(coop) == 0) rc = gin_dev_remote_(dc, w, remote, 2);
@@ -329,12 +328,10 @@ GIN_DEVICE_FN int gin_signal_wait_meet_shadow(const gin_devcomm_t *dc,
   return gin_signal_wait(dc, signal, dc->shadows[signal], coop);
 }
 
-GIN_DEVICE_FN int gin_signal_wait_follow_shadow(const gin_devcomm_t *dc,
-                                                int signal,
-                                                uint64_t least_delta,
-                                                uint64_t *before,
-                                                uint64_t *delta,
-                                                gin_coop_t coop) {
+GIN_DEVICE_FN int
+gin_signal_wait_follow_shadow(const gin_devcomm_t *dc, int signal,
+                              uint64_t least_delta, uint64_t *before,
+                              uint64_t *delta, gin_coop_t coop) {
   int rc = gin_dev_signal_id_(dc, -1, signal);
   if (rc) return rc;
   uint64_t old = dc->shadows[signal];
@@ -401,10 +398,9 @@ GIN_DEVICE_FN int gin_counter_reset(const gin_devcomm_t *dc, int counter,
 GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
                               int slot, gin_coop_t coop) {
   if (GIN_DEV_CHECKS_ON && (slot < 0 || slot >= dc->nbarriers))
-    return gin_dev_bad_(dc, GIN_DEVERR_BAD_BARRIER, -1, slot, dc->nbarriers,
-                        0);
-  if (GIN_DEV_CHECKS_ON && (team.rank < 0 || team.id < 0 ||
-                            team.id >= GIN_NUM_TEAMS))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_BARRIER, -1, slot, dc->nbarriers, 0);
+  if (GIN_DEV_CHECKS_ON &&
+      (team.rank < 0 || team.id < 0 || team.id >= GIN_NUM_TEAMS))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_PEER, team.rank, team.id,
                         (uint64_t)team.size, 0);
   int idx = team.id * dc->nbarriers + slot;
@@ -440,10 +436,9 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
       gin_add_release_u64(&dc->peer_bar[w][idx], 1);
     }
   }
-  int rc = gin_dev_wait_(dc, &dc->bar[idx],
-                         gin_dev_psig_(dc, dc->nsignals + idx),
-                         epoch * (uint64_t)team.size, 64,
-                         GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
+  int rc = gin_dev_wait_(
+      dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
+      epoch * (uint64_t)team.size, 64, GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
   gin_coop_sync(coop);
   if (cr == 0) dc->bar_epoch[idx] = epoch;
   gin_coop_sync(coop);

@@ -1,0 +1,1116 @@
+/*
+ * tcp transport: proxied peers on other hosts (or, with GIN_TRANSPORT=tcp,
+ * on this one) over one TCP connection per pair of ranks.
+ *
+ * Setup (init, collective): each rank listens on the local address that
+ * reaches the bootstrap root, the addresses and who-uses-tcp-with-whom are
+ * all-gathered, the lower rank of each pair connects and sends a hello
+ * (magic, version, job secret, rank, size) that the higher rank checks.
+ *
+ * Sending (put): the operation is encoded as headers (one per chunk of at
+ * most TCP_CHUNK bytes, the signal on the last) followed by the payload,
+ * copied into the peer's send ring, so the source is reusable at return;
+ * GIN_ERR_AGAIN while the ring is full. progress writes the ring as fast
+ * as the socket takes it (epoll tells when a full socket drains).
+ *
+ * Receiving (progress): bytes are staged per connection; each header is
+ * checked against this rank's window table before anything is written,
+ * then the payload is copied into the window (gin_arch_copy: the window
+ * may be device memory), then the mode word is or-ed and the signal added,
+ * in connection order. A header naming a window this rank has not
+ * registered yet waits (the sender registered first), at most timeout_ms.
+ * Wire format and checks: tcp.h.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "transport/tcp.h"
+#include "transport/transport.h"
+
+GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
+              "bytes of operations queued per tcp peer before puts wait for "
+              "the socket (64 KiB .. 1 GiB)")
+
+#define TCP_CHUNK (256u << 10)    /* payload per header of a large put */
+#define TCP_MIN_CHUNK (16u << 10) /* a partial chunk is at least this */
+#define TCP_RX_BYTES (256u << 10) /* receive staging per connection */
+#define TCP_RX_ROUNDS 4           /* recv calls per connection per progress */
+#define TCP_EVENTS 64
+#define TCP_HELLO_WAIT_MS 5000    /* a connection must say hello this fast */
+#define TCP_MAX_PENDING 64        /* connections waiting for their hello */
+#define TCP_RETRY_MS 20           /* pause between connection attempts */
+#define TCP_FINI_MS 5000          /* fini flushes queued bytes this long */
+#define TCP_ENTRY_HEAD 24         /* status i32, family u16, port u16, addr */
+
+_Static_assert(TCP_CHUNK <= GIN_TCP_MAX_CHUNK, "chunk within the protocol");
+
+/* ------------------------------------------------------------ wire */
+
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get16(const uint8_t *p) {
+  return (uint16_t)(p[0] | (p[1] << 8));
+}
+static uint32_t get32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+/* Formats why into buf (if any) and returns res. */
+static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
+                            const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
+                            const char *fmt, ...) {
+  if (buf && len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+  }
+  return res;
+}
+
+void gin_tcp_hello_encode(const gin_tcp_hello_t *h, uint8_t *out) {
+  put32(out, h->magic);
+  put16(out + 4, h->version);
+  put16(out + 6, h->reserved);
+  memcpy(out + 8, h->secret, 16);
+  put32(out + 24, (uint32_t)h->rank);
+  put32(out + 28, (uint32_t)h->nranks);
+}
+
+gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
+                                 const uint8_t secret[16], int self,
+                                 int nranks, const uint8_t *expect,
+                                 char *why, size_t why_len, int *rank_out) {
+  if (!buf || !secret) return GIN_ERR_INVALID;
+  const uint8_t *p = (const uint8_t *)buf;
+  gin_result_t bad = GIN_ERR_PROTOCOL;
+  if (len != GIN_TCP_HELLO_BYTES)
+    return why_set(why, why_len, bad, "hello of %zu bytes, expected %d", len,
+                   GIN_TCP_HELLO_BYTES);
+  if (get32(p) != GIN_TCP_HELLO_MAGIC)
+    return why_set(why, why_len, bad, "bad magic 0x%08x", get32(p));
+  if (get16(p + 4) != GIN_TCP_VERSION)
+    return why_set(why, why_len, bad, "wire version %u, expected %d",
+                   get16(p + 4), GIN_TCP_VERSION);
+  unsigned diff = 0; /* constant time: do not leak how much matched */
+  for (int i = 0; i < 16; i++) diff |= (unsigned)(p[8 + i] ^ secret[i]);
+  if (diff) return why_set(why, why_len, bad, "wrong job secret");
+  if (get16(p + 6) != 0)
+    return why_set(why, why_len, bad, "reserved field %u", get16(p + 6));
+  int rank = (int)get32(p + 24), n = (int)get32(p + 28);
+  if (n != nranks)
+    return why_set(why, why_len, bad, "job size %d, expected %d", n, nranks);
+  if (rank < 0 || rank >= nranks)
+    return why_set(why, why_len, bad, "rank %d out of range [0, %d)", rank,
+                   nranks);
+  if (rank >= self)
+    return why_set(why, why_len, bad, "rank %d connects to rank %d (only "
+                   "lower ranks connect)", rank, self);
+  if (expect && !expect[rank])
+    return why_set(why, why_len, bad, "rank %d does not use tcp with rank %d",
+                   rank, self);
+  if (rank_out) *rank_out = rank;
+  return GIN_SUCCESS;
+}
+
+#define HO(f) offsetof(gin_tcp_hdr_t, f)
+
+void gin_tcp_hdr_encode(const gin_tcp_hdr_t *h, uint8_t *p) {
+  put32(p + HO(magic), h->magic);
+  put16(p + HO(version), h->version);
+  p[HO(op)] = h->op;
+  p[HO(flags)] = h->flags;
+  put32(p + HO(dst_win), h->dst_win);
+  put32(p + HO(dst_gen), h->dst_gen);
+  put64(p + HO(dst_off), h->dst_off);
+  put64(p + HO(bytes), h->bytes);
+  put32(p + HO(sig_win), h->sig_win);
+  put32(p + HO(sig_gen), h->sig_gen);
+  put64(p + HO(sig_off), h->sig_off);
+  put64(p + HO(sig_add), h->sig_add);
+  put64(p + HO(mode_off), h->mode_off);
+  put32(p + HO(mode_bit), h->mode_bit);
+  put32(p + HO(reserved), h->reserved);
+}
+
+static void hdr_decode(const uint8_t *p, gin_tcp_hdr_t *h) {
+  h->magic = get32(p + HO(magic));
+  h->version = get16(p + HO(version));
+  h->op = p[HO(op)];
+  h->flags = p[HO(flags)];
+  h->dst_win = get32(p + HO(dst_win));
+  h->dst_gen = get32(p + HO(dst_gen));
+  h->dst_off = get64(p + HO(dst_off));
+  h->bytes = get64(p + HO(bytes));
+  h->sig_win = get32(p + HO(sig_win));
+  h->sig_gen = get32(p + HO(sig_gen));
+  h->sig_off = get64(p + HO(sig_off));
+  h->sig_add = get64(p + HO(sig_add));
+  h->mode_off = get64(p + HO(mode_off));
+  h->mode_bit = get32(p + HO(mode_bit));
+  h->reserved = get32(p + HO(reserved));
+}
+
+/* Checks [off, off+bytes) of window idx (generation gen at the sender),
+ * `align`-aligned, against the table. */
+static gin_result_t win_check(const gin_win_slot_t *wins, uint32_t nwins,
+                              const char *what, uint32_t idx, uint32_t gen,
+                              uint64_t off, uint64_t bytes, uint64_t align,
+                              char *why, size_t len) {
+  if (idx >= nwins)
+    return why_set(why, len, GIN_ERR_PROTOCOL, "%s window %u outside the "
+                   "table of %u", what, idx, nwins);
+  uint32_t g = __atomic_load_n(&wins[idx].gen, __ATOMIC_ACQUIRE);
+  int live = __atomic_load_n(&wins[idx].live, __ATOMIC_ACQUIRE);
+  int32_t ahead = (int32_t)(gen - g);
+  if (ahead > 0 || (ahead == 0 && !live))
+    return why_set(why, len, GIN_ERR_AGAIN, "%s window %u (generation %u) "
+                   "is not registered here", what, idx, gen);
+  if (ahead < 0)
+    return why_set(why, len, GIN_ERR_PROTOCOL, "%s window %u generation %u "
+                   "was deregistered (now %u)", what, idx, gen, g);
+  uint64_t size = wins[idx].size;
+  if (off > size || bytes > size - off)
+    return why_set(why, len, GIN_ERR_PROTOCOL, "%s offset %llu + %llu bytes "
+                   "is outside window %u of %llu bytes", what,
+                   (unsigned long long)off, (unsigned long long)bytes, idx,
+                   (unsigned long long)size);
+  if (off % align)
+    return why_set(why, len, GIN_ERR_PROTOCOL, "%s offset %llu is not "
+                   "%llu-byte aligned", what, (unsigned long long)off,
+                   (unsigned long long)align);
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_tcp_header_check(const void *buf, size_t len,
+                                  const gin_win_slot_t *wins, uint32_t nwins,
+                                  char *why, size_t why_len,
+                                  gin_tcp_hdr_t *out) {
+  if (!buf) return GIN_ERR_INVALID;
+  gin_result_t bad = GIN_ERR_PROTOCOL, res;
+  if (len != GIN_TCP_HDR_BYTES)
+    return why_set(why, why_len, bad, "header of %zu bytes, expected %d", len,
+                   GIN_TCP_HDR_BYTES);
+  gin_tcp_hdr_t h;
+  hdr_decode((const uint8_t *)buf, &h);
+  if (h.magic != GIN_TCP_HDR_MAGIC)
+    return why_set(why, why_len, bad, "bad magic 0x%08x", h.magic);
+  if (h.version != GIN_TCP_VERSION)
+    return why_set(why, why_len, bad, "wire version %u, expected %d",
+                   h.version, GIN_TCP_VERSION);
+  if (h.op < GIN_TCP_OP_PUT || h.op > GIN_TCP_OP_BYE)
+    return why_set(why, why_len, bad, "unknown operation %u", h.op);
+  if (h.flags & ~GIN_TCP_F_SIGNAL)
+    return why_set(why, why_len, bad, "unknown flags 0x%x", h.flags);
+  int sig = (h.flags & GIN_TCP_F_SIGNAL) != 0;
+  if (h.reserved || (h.op != GIN_TCP_OP_PUT && (h.dst_win || h.dst_gen ||
+                                                h.dst_off || h.bytes)) ||
+      (!sig && (h.sig_win || h.sig_gen || h.sig_off || h.sig_add ||
+                h.mode_off || h.mode_bit)))
+    return why_set(why, why_len, bad, "operation %u has fields it does not "
+                   "use set", h.op);
+  if ((h.op == GIN_TCP_OP_SIGNAL && !sig) || (h.op == GIN_TCP_OP_BYE && sig))
+    return why_set(why, why_len, bad, "operation %u %s a signal", h.op,
+                   sig ? "with" : "without");
+  if (h.bytes > GIN_TCP_MAX_CHUNK)
+    return why_set(why, why_len, bad, "%llu bytes in one chunk (at most %u)",
+                   (unsigned long long)h.bytes, GIN_TCP_MAX_CHUNK);
+  if (h.op == GIN_TCP_OP_PUT &&
+      (res = win_check(wins, nwins, "destination", h.dst_win, h.dst_gen,
+                       h.dst_off, h.bytes, 1, why, why_len)) != GIN_SUCCESS)
+    return res;
+  if (sig) {
+    if ((res = win_check(wins, nwins, "signal", h.sig_win, h.sig_gen,
+                         h.sig_off, 8, 8, why, why_len)) != GIN_SUCCESS)
+      return res;
+    if (h.mode_off &&
+        (res = win_check(wins, nwins, "signal mode", h.sig_win, h.sig_gen,
+                         h.mode_off, 4, 4, why, why_len)) != GIN_SUCCESS)
+      return res;
+    if ((h.mode_off != 0) != (h.mode_bit == 1 || h.mode_bit == 2))
+      return why_set(why, why_len, bad, "mode bit %u at offset %llu",
+                     h.mode_bit, (unsigned long long)h.mode_off);
+  }
+  if (out) *out = h;
+  return GIN_SUCCESS;
+}
+
+/* ------------------------------------------------------------ sockets */
+
+typedef struct tcp_addr {
+  uint16_t family;
+  uint16_t port; /* host order */
+  uint8_t addr[16];
+} tcp_addr_t;
+
+static socklen_t addr_to_sockaddr(const tcp_addr_t *a,
+                                  struct sockaddr_storage *ss) {
+  memset(ss, 0, sizeof *ss);
+  if (a->family == AF_INET6) {
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(a->port);
+    memcpy(&s6->sin6_addr, a->addr, 16);
+    return sizeof *s6;
+  }
+  struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+  s4->sin_family = AF_INET;
+  s4->sin_port = htons(a->port);
+  memcpy(&s4->sin_addr, a->addr, 4);
+  return sizeof *s4;
+}
+
+static int addr_from_sockaddr(const struct sockaddr_storage *ss,
+                              tcp_addr_t *a) {
+  memset(a, 0, sizeof *a);
+  a->family = ss->ss_family;
+  if (ss->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+    a->port = ntohs(s6->sin6_port);
+    memcpy(a->addr, &s6->sin6_addr, 16);
+    return 0;
+  }
+  if (ss->ss_family != AF_INET) return -1;
+  const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+  a->port = ntohs(s4->sin_port);
+  memcpy(a->addr, &s4->sin_addr, 4);
+  return 0;
+}
+
+static const char *addr_str(const tcp_addr_t *a, char *buf, size_t len) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  int v6 = a->family == AF_INET6;
+  inet_ntop(v6 ? AF_INET6 : AF_INET, a->addr, ip, sizeof ip);
+  snprintf(buf, len, v6 ? "[%s]:%u" : "%s:%u", ip, a->port);
+  return buf;
+}
+
+static int ms_left(uint64_t deadline_ns) {
+  uint64_t now = gin_now_ns();
+  if (now >= deadline_ns) return 0;
+  uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+  return ms > 1000000000 ? 1000000000 : (int)ms;
+}
+
+/* The local address that routes to the bootstrap root (a UDP connect sends
+ * nothing), else loopback. Port 0. */
+static void tcp_local_addr(gin_comm_t comm, tcp_addr_t *out) {
+  gin_bs_uid_t u;
+  memcpy(&u, comm->uid.bytes, sizeof u);
+  tcp_addr_t root = {.family = u.family, .port = u.port};
+  memcpy(root.addr, u.addr, 16);
+  struct sockaddr_storage ss;
+  socklen_t sl = addr_to_sockaddr(&root, &ss);
+  int fd = -1, ok = 0;
+  if (u.family == AF_INET || u.family == AF_INET6)
+    fd = socket(u.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&ss, sl) == 0) {
+    sl = sizeof ss;
+    ok = getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+         addr_from_sockaddr(&ss, out) == 0;
+  }
+  if (fd >= 0) close(fd);
+  if (!ok) {
+    memset(out, 0, sizeof *out);
+    out->family = u.family == AF_INET6 ? AF_INET6 : AF_INET;
+    if (out->family == AF_INET6) out->addr[15] = 1;
+    else memcpy(out->addr, (uint8_t[]){127, 0, 0, 1}, 4);
+    GIN_INFO(NET, "tcp: rank %d: no route to the bootstrap root; listening "
+             "on loopback", comm->rank);
+  }
+  out->port = 0;
+}
+
+/* A non-blocking listening socket on *a (port 0: any); *a gets the port.
+ * Returns the fd or -1 with errno. */
+static int tcp_listen(tcp_addr_t *a) {
+  struct sockaddr_storage ss;
+  socklen_t sl = addr_to_sockaddr(a, &ss);
+  int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (bind(fd, (struct sockaddr *)&ss, sl) == 0 && listen(fd, SOMAXCONN) == 0 &&
+      getsockname(fd, (struct sockaddr *)&ss, &(socklen_t){sizeof ss}) == 0 &&
+      addr_from_sockaddr(&ss, a) == 0)
+    return fd;
+  int e = errno;
+  close(fd);
+  errno = e;
+  return -1;
+}
+
+/* Connects to a before the deadline, retrying refusals (a peer that is
+ * slow to listen). Returns a non-blocking fd, or -1 and *err_out. */
+static int tcp_connect(const tcp_addr_t *a, uint64_t deadline, int *err_out) {
+  struct sockaddr_storage ss;
+  socklen_t sl = addr_to_sockaddr(a, &ss);
+  int err = ETIMEDOUT;
+  for (;;) {
+    int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    if (connect(fd, (struct sockaddr *)&ss, sl) == 0) return fd;
+    err = errno;
+    if (err == EINPROGRESS) {
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      int n = poll(&p, 1, ms_left(deadline));
+      socklen_t el = sizeof err;
+      if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
+          err == 0)
+        return fd;
+      if (n == 0) err = ETIMEDOUT;
+    }
+    close(fd);
+    int left = ms_left(deadline);
+    if (left == 0 || err == EAFNOSUPPORT || err == EACCES || err == EPERM)
+      break;
+    struct timespec ts = {0, (long)(left < TCP_RETRY_MS ? left : TCP_RETRY_MS)
+                                 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  *err_out = err;
+  return -1;
+}
+
+/* Sends all of buf before the deadline: 0, or an errno. */
+static int tcp_send_all(int fd, const void *buf, size_t len,
+                        uint64_t deadline) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = send(fd, (const char *)buf + done, len - done,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      done += (size_t)n;
+      continue;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return errno;
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    if (ms_left(deadline) == 0) return ETIMEDOUT;
+    poll(&p, 1, ms_left(deadline));
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ state */
+
+enum { RX_HDR = 0, RX_PAYLOAD = 1 };
+
+typedef struct tcp_conn {
+  int fd;            /* -1: not a tcp peer, or closed */
+  int peer;
+  int left;          /* the peer said goodbye */
+  int out_armed;     /* EPOLLOUT requested: the socket was full */
+  gin_result_t err;  /* the connection failed; why in msg */
+  char msg[224];
+  /* send side: a ring of headers and payload */
+  uint8_t *tx;
+  size_t tx_cap, tx_head, tx_len;
+  int cur_active;    /* a put partly queued (it returned GIN_ERR_AGAIN) */
+  gin_xfer_t cur;
+  uint64_t cur_done;
+  /* receive side */
+  uint8_t *rx;
+  size_t rx_start, rx_end;
+  int rx_state;
+  gin_tcp_hdr_t hdr; /* the operation being received */
+  uint64_t rx_left;
+  char *rx_dst;
+  uint64_t stall_ns; /* since when the next header waits for a window */
+} tcp_conn_t;
+
+typedef struct tcp_state {
+  gin_comm_t comm;
+  pthread_mutex_t lock; /* put and progress run on several proxy threads */
+  int epfd;
+  int npeers, nstalled;
+  size_t tx_cap;
+  tcp_conn_t *conns; /* [nranks] */
+} tcp_state_t;
+
+static void conn_close(tcp_state_t *s, tcp_conn_t *c) {
+  if (c->fd >= 0) {
+    if (s->epfd >= 0) epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+  }
+  if (c->stall_ns) s->nstalled--;
+  c->stall_ns = 0;
+}
+
+/* Fails connection c (the first reason sticks), closes it, records and
+ * logs the error naming both ranks. */
+static gin_result_t conn_fail(tcp_state_t *s, tcp_conn_t *c, gin_result_t res,
+                              const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static gin_result_t conn_fail(tcp_state_t *s, tcp_conn_t *c, gin_result_t res,
+                              const char *fmt, ...) {
+  if (!c->err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    va_end(ap);
+    c->err = res;
+  }
+  conn_close(s, c);
+  return GIN_ERROR(c->err, "tcp: rank %d, peer %d: %s", s->comm->rank,
+                   c->peer, c->msg);
+}
+
+/* Asks epoll to report writability (out) or not. */
+static gin_result_t conn_arm(tcp_state_t *s, tcp_conn_t *c, int out) {
+  if (c->out_armed == out) return GIN_SUCCESS;
+  struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0u),
+                           .data.ptr = c};
+  if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+    return conn_fail(s, c, GIN_ERR_SYSTEM, "epoll_ctl: %s", strerror(errno));
+  c->out_armed = out;
+  return GIN_SUCCESS;
+}
+
+/* Writes queued bytes while the socket takes them: 0, EAGAIN or errno. */
+static int tx_write(tcp_conn_t *c) {
+  while (c->tx_len > 0) {
+    size_t first = c->tx_cap - c->tx_head;
+    if (first > c->tx_len) first = c->tx_len;
+    struct iovec iov[2] = {{c->tx + c->tx_head, first},
+                           {c->tx, c->tx_len - first}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = c->tx_len > first ? 2 : 1};
+    ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno == EWOULDBLOCK ? EAGAIN : errno;
+    c->tx_head = (c->tx_head + (size_t)n) % c->tx_cap;
+    c->tx_len -= (size_t)n;
+  }
+  c->tx_head = 0;
+  return 0;
+}
+
+static gin_result_t conn_send(tcp_state_t *s, tcp_conn_t *c) {
+  int e = tx_write(c);
+  if (e == 0 || e == EAGAIN) return conn_arm(s, c, e == EAGAIN);
+  return conn_fail(s, c, GIN_ERR_REMOTE, "sending to rank %d: %s", c->peer,
+                   strerror(e));
+}
+
+/* Appends n bytes to the send ring (room checked by the caller); device
+ * sources go through gin_arch_copy (the cuda target stages them here). */
+static gin_result_t tx_append(tcp_conn_t *c, const void *src, size_t n,
+                              int device) {
+  size_t tail = (c->tx_head + c->tx_len) % c->tx_cap;
+  size_t first = n < c->tx_cap - tail ? n : c->tx_cap - tail;
+  if (device) {
+    GIN_CHECK(gin_arch_copy(c->tx + tail, src, first));
+    GIN_CHECK(gin_arch_copy(c->tx, (const char *)src + first, n - first));
+  } else {
+    memcpy(c->tx + tail, src, first);
+    memcpy(c->tx, (const char *)src + first, n - first);
+  }
+  c->tx_len += n;
+  return GIN_SUCCESS;
+}
+
+/* ------------------------------------------------------------ put */
+
+static int xfer_same(const gin_xfer_t *a, const gin_xfer_t *b) {
+  return a->op == b->op && a->peer == b->peer && a->src == b->src &&
+         a->value == b->value && a->bytes == b->bytes &&
+         a->dst_win == b->dst_win && a->dst_off == b->dst_off &&
+         a->has_signal == b->has_signal && a->sig_win == b->sig_win &&
+         a->sig_off == b->sig_off && a->sig_add == b->sig_add &&
+         a->mode_off == b->mode_off && a->mode_bit == b->mode_bit;
+}
+
+/* The header of x's chunk [done, done + chunk). */
+static void xfer_header(tcp_state_t *s, const gin_xfer_t *x, uint64_t done,
+                        uint64_t chunk, int last, gin_tcp_hdr_t *h) {
+  memset(h, 0, sizeof *h);
+  h->magic = GIN_TCP_HDR_MAGIC;
+  h->version = GIN_TCP_VERSION;
+  h->op = x->op == GIN_OP_SIGNAL ? GIN_TCP_OP_SIGNAL : GIN_TCP_OP_PUT;
+  if (h->op == GIN_TCP_OP_PUT) {
+    h->dst_win = x->dst_win;
+    h->dst_gen = __atomic_load_n(&s->comm->wins[x->dst_win].gen,
+                                 __ATOMIC_ACQUIRE);
+    h->dst_off = x->dst_off + done;
+    h->bytes = chunk;
+  }
+  if (last && x->has_signal) {
+    h->flags = GIN_TCP_F_SIGNAL;
+    h->sig_win = x->sig_win;
+    h->sig_gen = __atomic_load_n(&s->comm->wins[x->sig_win].gen,
+                                 __ATOMIC_ACQUIRE);
+    h->sig_off = x->sig_off;
+    h->sig_add = x->sig_add;
+    h->mode_off = x->mode_off;
+    h->mode_bit = x->mode_off ? x->mode_bit : 0;
+  }
+}
+
+static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
+                             const gin_xfer_t *x) {
+  int me = s->comm->rank;
+  if (c->err)
+    return GIN_ERROR(c->err, "tcp: rank %d cannot reach rank %d: %s", me,
+                     c->peer, c->msg);
+  if (c->left)
+    return GIN_ERROR(GIN_ERR_REMOTE, "tcp: rank %d has destroyed its "
+                     "communicator (put from rank %d)", c->peer, me);
+  if (c->fd < 0)
+    return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: rank %d is not a tcp peer of "
+                     "rank %d", c->peer, me);
+  const char *src = NULL;
+  uint64_t total = 0;
+  if (x->op == GIN_OP_PUT) {
+    src = (const char *)x->src;
+    total = x->bytes;
+  } else if (x->op == GIN_OP_PUT_VALUE && x->bytes <= 8) {
+    src = (const char *)&x->value; /* its low bytes, as ipc copies them */
+    total = x->bytes;
+  } else if (x->op != GIN_OP_SIGNAL) {
+    return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: operation %d of %llu bytes",
+                     x->op, (unsigned long long)x->bytes);
+  }
+  if (!c->tx) {
+    if (!(c->tx = (uint8_t *)malloc(s->tx_cap)))
+      return GIN_ERROR(GIN_ERR_NOMEM, "tcp: send buffer of %zu bytes",
+                       s->tx_cap);
+    c->tx_cap = s->tx_cap;
+  }
+  uint64_t done = 0;
+  if (c->cur_active) {
+    if (!xfer_same(&c->cur, x))
+      return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: a new operation to rank %d "
+                       "while one is partly queued", c->peer);
+    done = c->cur_done;
+  }
+  do {
+    uint64_t chunk = total - done < TCP_CHUNK ? total - done : TCP_CHUNK;
+    size_t need = GIN_TCP_HDR_BYTES + (chunk < TCP_MIN_CHUNK ? chunk
+                                                              : TCP_MIN_CHUNK);
+    if (c->tx_cap - c->tx_len < need && c->tx_len)
+      GIN_CHECK(conn_send(s, c));
+    size_t room = c->tx_cap - c->tx_len;
+    if (room < need) {
+      c->cur = *x;
+      c->cur_done = done;
+      c->cur_active = done > 0;
+      return GIN_ERR_AGAIN;
+    }
+    if (chunk > room - GIN_TCP_HDR_BYTES) chunk = room - GIN_TCP_HDR_BYTES;
+    gin_tcp_hdr_t h;
+    uint8_t wire[GIN_TCP_HDR_BYTES];
+    xfer_header(s, x, done, chunk, done + chunk == total, &h);
+    gin_tcp_hdr_encode(&h, wire);
+    tx_append(c, wire, sizeof wire, 0);
+    gin_result_t res = tx_append(c, src + done, chunk, x->op == GIN_OP_PUT);
+    if (res != GIN_SUCCESS)
+      return conn_fail(s, c, res, "staging %llu bytes: %s",
+                       (unsigned long long)chunk, gin_last_error());
+    done += chunk;
+  } while (done < total);
+  c->cur_active = 0;
+  return conn_send(s, c);
+}
+
+static gin_result_t signal_apply(gin_comm_t cm, const gin_tcp_hdr_t *h);
+
+/* An operation to this rank itself (GIN_BACKEND=proxy): applied here, in
+ * order, like a received one; the proxy checked it against this table. */
+static gin_result_t self_put(tcp_state_t *s, const gin_xfer_t *x) {
+  gin_comm_t cm = s->comm;
+  if (x->op == GIN_OP_PUT || x->op == GIN_OP_PUT_VALUE)
+    GIN_CHECK(gin_arch_copy((char *)cm->wins[x->dst_win].ptr + x->dst_off,
+                            x->op == GIN_OP_PUT ? x->src : &x->value,
+                            x->bytes));
+  gin_tcp_hdr_t h;
+  xfer_header(s, x, 0, 0, 1, &h);
+  return signal_apply(cm, &h);
+}
+
+static gin_result_t tcp_put(void *state, const gin_xfer_t *x) {
+  tcp_state_t *s = (tcp_state_t *)state;
+  if (x->peer < 0 || x->peer >= s->comm->nranks)
+    return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: peer %d out of range", x->peer);
+  if (x->peer == s->comm->rank) return self_put(s, x);
+  pthread_mutex_lock(&s->lock);
+  gin_result_t res = conn_put(s, &s->conns[x->peer], x);
+  pthread_mutex_unlock(&s->lock);
+  return res;
+}
+
+/* ------------------------------------------------------------ receive */
+
+/* The next header names a window not registered here yet: wait, at most
+ * the communicator's timeout. */
+static gin_result_t conn_stall(tcp_state_t *s, tcp_conn_t *c,
+                               const char *why) {
+  uint64_t now = gin_now_ns();
+  if (!c->stall_ns) {
+    c->stall_ns = now;
+    s->nstalled++;
+    return GIN_SUCCESS;
+  }
+  if (now - c->stall_ns > (uint64_t)s->comm->timeout_ms * 1000000ull)
+    return conn_fail(s, c, GIN_ERR_PROTOCOL, "rank %d: %s after %lld ms",
+                     c->peer, why, (long long)s->comm->timeout_ms);
+  return GIN_SUCCESS;
+}
+
+/* Or-s the mode word of h, then adds to its signal (in the CPU view of
+ * the signal window: host memory on both targets). */
+static gin_result_t signal_apply(gin_comm_t cm, const gin_tcp_hdr_t *h) {
+  if (!(h->flags & GIN_TCP_F_SIGNAL)) return GIN_SUCCESS;
+  gin_win_slot_t *w = &cm->wins[h->sig_win];
+  char *base = (char *)(w->hptr ? w->hptr : w->ptr);
+  if (h->mode_off)
+    __atomic_fetch_or((uint32_t *)(base + h->mode_off), h->mode_bit,
+                      __ATOMIC_RELAXED);
+  return gin_arch_atomic_add_u64((uint64_t *)(base + h->sig_off), h->sig_add);
+}
+
+static gin_result_t conn_signal(tcp_state_t *s, tcp_conn_t *c) {
+  gin_result_t res = signal_apply(s->comm, &c->hdr);
+  if (res != GIN_SUCCESS)
+    return conn_fail(s, c, res, "signal from rank %d: %s", c->peer,
+                     gin_last_error());
+  return GIN_SUCCESS;
+}
+
+/* Applies every complete operation staged in c's receive buffer. */
+static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
+  gin_comm_t cm = s->comm;
+  char why[160];
+  for (;;) {
+    size_t avail = c->rx_end - c->rx_start;
+    const uint8_t *p = c->rx + c->rx_start;
+    if (c->rx_state == RX_PAYLOAD) {
+      if (avail == 0) break;
+      size_t n = avail < c->rx_left ? avail : (size_t)c->rx_left;
+      gin_result_t res = gin_arch_copy(c->rx_dst, p, n);
+      if (res != GIN_SUCCESS)
+        return conn_fail(s, c, res, "payload from rank %d: %s", c->peer,
+                         gin_last_error());
+      c->rx_dst += n;
+      c->rx_left -= n;
+      c->rx_start += n;
+      if (c->rx_left == 0) {
+        c->rx_state = RX_HDR;
+        GIN_CHECK(conn_signal(s, c));
+      }
+      continue;
+    }
+    if (avail < GIN_TCP_HDR_BYTES) break;
+    if (c->left)
+      return conn_fail(s, c, GIN_ERR_PROTOCOL, "rank %d sent data after its "
+                       "goodbye", c->peer);
+    gin_result_t res = gin_tcp_header_check(p, GIN_TCP_HDR_BYTES, cm->wins,
+                                            cm->max_windows, why, sizeof why,
+                                            &c->hdr);
+    if (res == GIN_ERR_AGAIN) return conn_stall(s, c, why);
+    if (c->stall_ns) s->nstalled--;
+    c->stall_ns = 0;
+    if (res != GIN_SUCCESS)
+      return conn_fail(s, c, GIN_ERR_PROTOCOL, "rank %d sent a bad "
+                       "operation: %s", c->peer, why);
+    c->rx_start += GIN_TCP_HDR_BYTES;
+    if (c->hdr.op == GIN_TCP_OP_BYE) {
+      c->left = 1;
+    } else if (c->hdr.bytes) {
+      c->rx_state = RX_PAYLOAD;
+      c->rx_left = c->hdr.bytes;
+      c->rx_dst = (char *)cm->wins[c->hdr.dst_win].ptr + c->hdr.dst_off;
+    } else {
+      GIN_CHECK(conn_signal(s, c));
+    }
+  }
+  if (c->rx_start == c->rx_end) c->rx_start = c->rx_end = 0;
+  return GIN_SUCCESS;
+}
+
+/* Reads what the socket has (a few buffers' worth) and applies it. */
+static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
+  if (!c->rx && !(c->rx = (uint8_t *)malloc(TCP_RX_BYTES)))
+    return conn_fail(s, c, GIN_ERR_NOMEM, "receive buffer");
+  for (int round = 0; round < TCP_RX_ROUNDS && c->fd >= 0; round++) {
+    if (c->rx_start > 0 && c->rx_end == TCP_RX_BYTES) {
+      memmove(c->rx, c->rx + c->rx_start, c->rx_end - c->rx_start);
+      c->rx_end -= c->rx_start;
+      c->rx_start = 0;
+    }
+    size_t space = TCP_RX_BYTES - c->rx_end;
+    if (space == 0) break; /* stalled on a window, buffer full */
+    ssize_t n = recv(c->fd, c->rx + c->rx_end, space, MSG_DONTWAIT);
+    if (n > 0) {
+      c->rx_end += (size_t)n;
+      GIN_CHECK(conn_apply(s, c));
+      if ((size_t)n < space) break;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (c->left) { /* after its goodbye: a clean close */
+      conn_close(s, c);
+      break;
+    }
+    if (n == 0)
+      return conn_fail(s, c, GIN_ERR_REMOTE, "rank %d closed the connection "
+                       "(it exited or failed without destroying its "
+                       "communicator)", c->peer);
+    return conn_fail(s, c, GIN_ERR_REMOTE, "receiving from rank %d: %s",
+                     c->peer, strerror(errno));
+  }
+  return GIN_SUCCESS;
+}
+
+static gin_result_t tcp_progress(void *state) {
+  tcp_state_t *s = (tcp_state_t *)state;
+  if (s->npeers == 0 || pthread_mutex_trylock(&s->lock) != 0)
+    return GIN_SUCCESS; /* another thread is progressing */
+  gin_result_t res = GIN_SUCCESS, r;
+  struct epoll_event ev[TCP_EVENTS];
+  int n = epoll_wait(s->epfd, ev, TCP_EVENTS, 0);
+  for (int i = 0; i < n; i++) {
+    tcp_conn_t *c = (tcp_conn_t *)ev[i].data.ptr;
+    if (c->fd >= 0 && (ev[i].events & EPOLLOUT) &&
+        (r = conn_send(s, c)) != GIN_SUCCESS && res == GIN_SUCCESS)
+      res = r;
+    if (c->fd >= 0 && (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+        (r = conn_recv(s, c)) != GIN_SUCCESS && res == GIN_SUCCESS)
+      res = r;
+  }
+  for (int p = 0; s->nstalled > 0 && p < s->comm->nranks; p++)
+    if (s->conns[p].stall_ns &&
+        (r = conn_apply(s, &s->conns[p])) != GIN_SUCCESS && res == GIN_SUCCESS)
+      res = r;
+  pthread_mutex_unlock(&s->lock);
+  return res;
+}
+
+/* ------------------------------------------------------------ setup */
+
+/* Waits for the lower ranks in want[] to connect and say hello; refuses
+ * (with a warning) anything else. Marks each arrival in want[]. */
+static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
+                               uint8_t *want, int nwant, uint64_t deadline) {
+  gin_comm_t cm = s->comm;
+  gin_bs_uid_t u;
+  memcpy(&u, cm->uid.bytes, sizeof u);
+  struct {
+    int fd;
+    size_t got;
+    uint64_t deadline;
+    uint8_t buf[GIN_TCP_HELLO_BYTES];
+    char from[64];
+  } pend[TCP_MAX_PENDING];
+  struct pollfd pfd[TCP_MAX_PENDING + 1];
+  int np = 0;
+  gin_result_t res = GIN_SUCCESS;
+  char why[160];
+  while (nwant > 0) {
+    uint64_t now = gin_now_ns(), wake = deadline;
+    for (int i = np - 1; i >= 0; i--)
+      if (now >= pend[i].deadline) {
+        GIN_WARN(NET, "tcp: rank %d refused a connection from %s: no hello "
+                 "within %d ms", cm->rank, pend[i].from, TCP_HELLO_WAIT_MS);
+        close(pend[i].fd);
+        pend[i] = pend[--np];
+      } else if (pend[i].deadline < wake) {
+        wake = pend[i].deadline;
+      }
+    if (now >= deadline) {
+      int r = 0;
+      while (!want[r]) r++;
+      res = GIN_ERROR(GIN_ERR_TIMEOUT, "tcp: rank %d: no connection from "
+                      "rank %d%s within %lld ms", cm->rank, r,
+                      nwant > 1 ? " and others" : "",
+                      (long long)cm->timeout_ms);
+      break;
+    }
+    pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    for (int i = 0; i < np; i++)
+      pfd[i + 1] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+    if (poll(pfd, (nfds_t)np + 1, ms_left(wake)) <= 0) continue;
+    for (int i = np - 1; i >= 0; i--) { /* descending: pend[i] may move */
+      if (!pfd[i + 1].revents) continue;
+      ssize_t n = recv(pend[i].fd, pend[i].buf + pend[i].got,
+                       GIN_TCP_HELLO_BYTES - pend[i].got, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      int r = -1, ok = 0;
+      if (n > 0 && (pend[i].got += (size_t)n) < GIN_TCP_HELLO_BYTES) continue;
+      if (n <= 0)
+        snprintf(why, sizeof why, "closed after %zu hello bytes", pend[i].got);
+      else if (gin_tcp_hello_check(pend[i].buf, pend[i].got, u.secret,
+                                   cm->rank, cm->nranks, use, why, sizeof why,
+                                   &r) == GIN_SUCCESS &&
+               !(ok = want[r]))
+        snprintf(why, sizeof why, "rank %d connected twice", r);
+      if (ok) {
+        s->conns[r].fd = pend[i].fd;
+        want[r] = 0;
+        nwant--;
+      } else {
+        GIN_WARN(NET, "tcp: rank %d refused a connection from %s: %s",
+                 cm->rank, pend[i].from, why);
+        close(pend[i].fd);
+      }
+      pend[i] = pend[--np];
+    }
+    for (;;) {
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof ss;
+      int fd = accept4(lfd, (struct sockaddr *)&ss, &sl,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      if (np == TCP_MAX_PENDING) { /* a flood: drop the oldest */
+        close(pend[0].fd);
+        pend[0] = pend[--np];
+      }
+      tcp_addr_t from;
+      pend[np].fd = fd;
+      pend[np].got = 0;
+      pend[np].deadline = gin_now_ns() + TCP_HELLO_WAIT_MS * 1000000ull;
+      snprintf(pend[np].from, sizeof pend[np].from, "unknown peer");
+      if (addr_from_sockaddr(&ss, &from) == 0)
+        addr_str(&from, pend[np].from, sizeof pend[np].from);
+      np++;
+    }
+  }
+  while (np > 0) close(pend[--np].fd);
+  return res;
+}
+
+/* Connects to the higher ranks in use[] and greets them. */
+static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
+                                    const uint8_t *all, size_t esz,
+                                    uint64_t deadline) {
+  gin_comm_t cm = s->comm;
+  gin_bs_uid_t u;
+  memcpy(&u, cm->uid.bytes, sizeof u);
+  gin_tcp_hello_t h = {.magic = GIN_TCP_HELLO_MAGIC,
+                       .version = GIN_TCP_VERSION, .rank = cm->rank,
+                       .nranks = cm->nranks};
+  memcpy(h.secret, u.secret, 16);
+  uint8_t wire[GIN_TCP_HELLO_BYTES];
+  gin_tcp_hello_encode(&h, wire);
+  for (int r = cm->rank + 1; r < cm->nranks; r++) {
+    if (!use[r]) continue;
+    const uint8_t *e = all + (size_t)r * esz;
+    tcp_addr_t a = {.family = get16(e + 4), .port = get16(e + 6)};
+    memcpy(a.addr, e + 8, 16);
+    char astr[64];
+    int err = 0, fd = tcp_connect(&a, deadline, &err);
+    if (fd >= 0 && (err = tcp_send_all(fd, wire, sizeof wire, deadline))) {
+      close(fd);
+      fd = -1;
+    }
+    if (fd < 0)
+      return GIN_ERROR(err == ETIMEDOUT ? GIN_ERR_TIMEOUT : GIN_ERR_REMOTE,
+                       "tcp: rank %d could not connect to rank %d at %s "
+                       "within %lld ms: %s", cm->rank, r,
+                       addr_str(&a, astr, sizeof astr),
+                       (long long)cm->timeout_ms, strerror(err));
+    s->conns[r].fd = fd;
+  }
+  return GIN_SUCCESS;
+}
+
+/* Checks the all-gathered entries: every rank set up, tcp use symmetric
+ * (every rank checks every pair, so all fail together). */
+static gin_result_t tcp_entries_check(gin_comm_t cm, const uint8_t *all,
+                                      size_t esz) {
+  int n = cm->nranks;
+  for (int a = 0; a < n; a++) {
+    const uint8_t *ea = all + (size_t)a * esz;
+    if ((int32_t)get32(ea) != GIN_SUCCESS)
+      return GIN_ERROR(GIN_ERR_REMOTE, "tcp: rank %d could not set up its "
+                       "listening socket", a);
+    for (int b = a + 1; b < n; b++) {
+      const uint8_t *eb = all + (size_t)b * esz;
+      int ab = (ea[TCP_ENTRY_HEAD + b / 8] >> (b % 8)) & 1;
+      int ba = (eb[TCP_ENTRY_HEAD + a / 8] >> (a % 8)) & 1;
+      if (ab != ba)
+        return GIN_ERROR(GIN_ERR_INVALID, "tcp: rank %d reaches rank %d "
+                         "through tcp but not the other way round "
+                         "(GIN_BACKEND or GIN_TRANSPORT differ?)",
+                         ab ? a : b, ab ? b : a);
+      if (ab && (get16(eb + 6) == 0 ||
+                 (get16(eb + 4) != AF_INET && get16(eb + 4) != AF_INET6)))
+        return GIN_ERROR(GIN_ERR_PROTOCOL, "tcp: bad address of rank %d", b);
+    }
+  }
+  return GIN_SUCCESS;
+}
+
+static void tcp_fini(void *state);
+
+static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
+                             void **state_out) {
+  int64_t txb = param_tcp_send_buffer();
+  if (txb < (64 << 10) || txb > (1ll << 30))
+    return GIN_ERROR(GIN_ERR_INVALID, "GIN_TCP_SEND_BUFFER=%lld outside "
+                     "[65536, 1073741824]", (long long)txb);
+  int n = comm->nranks, lfd = -1, nlow = 0;
+  uint64_t start = gin_now_ns();
+  uint64_t deadline = start + (uint64_t)comm->timeout_ms * 1000000ull;
+  size_t esz = (TCP_ENTRY_HEAD + ((size_t)n + 7) / 8 + 7) & ~(size_t)7;
+  tcp_state_t *s = (tcp_state_t *)calloc(1, sizeof *s);
+  uint8_t *all = (uint8_t *)calloc((size_t)n, esz);
+  uint8_t *want = (uint8_t *)calloc((size_t)n, 2);
+  tcp_conn_t *conns = (tcp_conn_t *)calloc((size_t)n, sizeof *conns);
+  gin_result_t res = GIN_SUCCESS, local = GIN_SUCCESS;
+  if (!s || !all || !want || !conns) {
+    free(s);
+    free(all);
+    free(want);
+    free(conns);
+    return GIN_ERROR(GIN_ERR_NOMEM, "tcp: state for %d ranks", n);
+  }
+  pthread_mutex_init(&s->lock, NULL);
+  s->comm = comm;
+  s->epfd = -1;
+  s->conns = conns;
+  s->tx_cap = (size_t)txb;
+  uint8_t *peers = want + n; /* use[] without this rank: it needs no socket */
+  for (int r = 0; r < n; r++) {
+    conns[r].fd = -1;
+    conns[r].peer = r;
+    peers[r] = use[r] && r != comm->rank;
+    s->npeers += peers[r];
+    want[r] = r < comm->rank && peers[r];
+    nlow += want[r];
+  }
+  /* My entry: status, listen address, the ranks I use tcp with. Every rank
+   * sends one, also a rank that failed, so that all fail together. */
+  tcp_addr_t me = {0};
+  uint8_t *e = all + (size_t)comm->rank * esz;
+  char astr[64];
+  if (s->npeers) {
+    tcp_local_addr(comm, &me);
+    if ((lfd = tcp_listen(&me)) < 0)
+      local = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: rank %d cannot listen on %s: "
+                        "%s", comm->rank, addr_str(&me, astr, sizeof astr),
+                        strerror(errno));
+  }
+  put32(e, (uint32_t)local);
+  put16(e + 4, me.family);
+  put16(e + 6, me.port);
+  memcpy(e + 8, me.addr, 16);
+  for (int r = 0; r < n; r++)
+    if (peers[r]) e[TCP_ENTRY_HEAD + r / 8] |= (uint8_t)(1u << (r % 8));
+  GIN_CHECK_GOTO(gin_bs_allgather(comm->bs, all, esz), res, fail);
+  GIN_CHECK_GOTO(tcp_entries_check(comm, all, esz), res, fail);
+  GIN_CHECK_GOTO(tcp_connect_all(s, peers, all, esz, deadline), res, fail);
+  GIN_CHECK_GOTO(tcp_accept(s, lfd, peers, want, nlow, deadline), res, fail);
+  if (s->npeers && (s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+    res = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: epoll_create1: %s",
+                    strerror(errno));
+    goto fail;
+  }
+  for (int r = 0; r < n; r++) {
+    if (conns[r].fd < 0) continue;
+    int one = 1;
+    setsockopt(conns[r].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &conns[r]};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, conns[r].fd, &ev) != 0) {
+      res = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: epoll_ctl: %s", strerror(errno));
+      goto fail;
+    }
+  }
+  if (lfd >= 0) close(lfd);
+  free(all);
+  free(want);
+  if (s->npeers)
+    GIN_INFO(NET, "tcp: rank %d on %s: %d peers connected in %.1f ms",
+             comm->rank, addr_str(&me, astr, sizeof astr), s->npeers,
+             (double)(gin_now_ns() - start) / 1e6);
+  *state_out = s;
+  return GIN_SUCCESS;
+
+fail:
+  if (lfd >= 0) close(lfd);
+  free(all);
+  free(want);
+  for (int r = 0; r < n; r++) conns[r].left = 1; /* no goodbyes */
+  tcp_fini(s);
+  return res;
+}
+
+/* Flushes what is queued (and a goodbye) for a short while, then closes. */
+static void tcp_fini(void *state) {
+  tcp_state_t *s = (tcp_state_t *)state;
+  if (!s) return;
+  int n = s->comm->nranks;
+  int64_t ms = s->comm->timeout_ms < TCP_FINI_MS ? s->comm->timeout_ms
+                                                  : TCP_FINI_MS;
+  uint64_t deadline = gin_now_ns() + (uint64_t)ms * 1000000ull;
+  gin_tcp_hdr_t bye = {.magic = GIN_TCP_HDR_MAGIC, .version = GIN_TCP_VERSION,
+                       .op = GIN_TCP_OP_BYE};
+  uint8_t wire[GIN_TCP_HDR_BYTES];
+  gin_tcp_hdr_encode(&bye, wire);
+  for (int r = 0; r < n; r++) {
+    tcp_conn_t *c = &s->conns[r];
+    if (c->fd < 0 || c->left) continue;
+    if (!c->tx && (c->tx = (uint8_t *)malloc(GIN_TCP_HDR_BYTES)))
+      c->tx_cap = GIN_TCP_HDR_BYTES;
+    /* Queued chunks are whole operations: the goodbye may follow them. */
+    for (int said = 0; c->tx && ms_left(deadline) > 0;) {
+      if (!said && c->tx_cap - c->tx_len >= sizeof wire) {
+        tx_append(c, wire, sizeof wire, 0);
+        said = 1;
+      }
+      int e = tx_write(c);
+      if ((e == 0 && said) || (e != 0 && e != EAGAIN)) break;
+      if (e == EAGAIN)
+        poll(&(struct pollfd){.fd = c->fd, .events = POLLOUT}, 1,
+             ms_left(deadline));
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    if (s->conns[r].fd >= 0) close(s->conns[r].fd);
+    free(s->conns[r].tx);
+    free(s->conns[r].rx);
+  }
+  if (s->epfd >= 0) close(s->epfd);
+  pthread_mutex_destroy(&s->lock);
+  free(s->conns);
+  free(s);
+}
+
+const gin_transport_ops_t gin_transport_tcp = {
+    .size = sizeof(gin_transport_ops_t),
+    .name = "tcp",
+    .init = tcp_init,
+    .put = tcp_put,
+    .progress = tcp_progress,
+    .fini = tcp_fini,
+};
