@@ -33,6 +33,11 @@ static gin_result_t uid_random_secret(uint8_t secret[16]) {
   return GIN_SUCCESS;
 }
 
+GIN_PARAM_INT(param_root_timeout_ms, "ROOT_TIMEOUT_MS", 600000,
+              "how long the bootstrap root made by gin_get_unique_id (and "
+              "ginrun) waits for all ranks to join, in ms (at least "
+              "GIN_TIMEOUT_MS)")
+
 gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out) {
   GIN_ARG_CHECK(uid_out, "gin_get_unique_id: uid_out is NULL");
   GIN_ARG_CHECK(nranks >= 1 && nranks <= GIN_MAX_RANKS,
@@ -43,8 +48,12 @@ gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out) {
                 "GIN_ROOT_PORT=%lld out of range [0, 65535]", (long long)port);
   uint8_t secret[16];
   GIN_CHECK(uid_random_secret(secret));
-  return gin_bs_root_start(nranks, param_root_addr(), (int)port, secret,
-                           gin_timeout_ms(), uid_out);
+  /* The root waits for ranks that may do long work (load a model) before
+   * they join: its own bound, longer than the per-wait timeout. */
+  int64_t wait = param_root_timeout_ms();
+  if (wait < gin_timeout_ms()) wait = gin_timeout_ms();
+  return gin_bs_root_start(nranks, param_root_addr(), (int)port, secret, wait,
+                           uid_out);
 }
 
 gin_result_t gin_unique_id_to_string(const gin_unique_id_t *uid, char *buf,
