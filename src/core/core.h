@@ -108,6 +108,9 @@ int64_t gin_param_int(gin_param_t *p);
 /* GIN_TIMEOUT_MS: the bound on every wait (bootstrap, host, device). */
 int64_t gin_timeout_ms(void);
 
+/* Value of a hex digit (either case), -1 if c is not one. */
+int gin_hex_digit(char c);
+
 /* --------------------------------------------------------------- time */
 
 uint64_t gin_now_ns(void);

@@ -166,13 +166,6 @@ static gin_result_t env_port(const env_job_t *job, int *port_out) {
   return GIN_SUCCESS;
 }
 
-static int env_hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 /* The job secret: GIN_JOB_SECRET (32 hex digits taken as is, anything else
  * hashed), else a hash of the job id (or of the root's address). */
 static void env_secret(const env_job_t *job, const char *addr, int port,
@@ -181,7 +174,7 @@ static void env_secret(const env_job_t *job, const char *addr, int port,
   if (s && *s) {
     int ok = strlen(s) == 32;
     for (int i = 0; ok && i < 32; i++) {
-      int v = env_hex_value(s[i]);
+      int v = gin_hex_digit(s[i]);
       if (!(ok = v >= 0)) break;
       if (i % 2 == 0)
         secret[i / 2] = (uint8_t)(v << 4);

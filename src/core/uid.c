@@ -73,7 +73,7 @@ gin_result_t gin_unique_id_to_string(const gin_unique_id_t *uid, char *buf,
   return GIN_SUCCESS;
 }
 
-static int uid_hex_value(char c) {
+int gin_hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -93,7 +93,7 @@ gin_result_t gin_unique_id_from_string(const char *str,
                 2 * GIN_UNIQUE_ID_BYTES);
   gin_unique_id_t uid;
   for (size_t i = 0; i < n; i++) {
-    int v = uid_hex_value(str[i]);
+    int v = gin_hex_digit(str[i]);
     GIN_ARG_CHECK(v >= 0,
                   "unique id string: bad character 0x%02x at "
                   "position %zu (expected a hex digit)",

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Two "hosts" on one machine: two network namespaces joined by a veth pair
+# (10.231.7.1/24 and 10.231.7.2/24, inside the namespaces only), 2 ranks of
+# a program in each, started the way torchrun presents ranks (RANK,
+# WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+# Ranks in one namespace count as one host (direct path); ranks across
+# namespaces reach each other through the tcp transport. The job runs
+# twice: GIN_BACKEND=auto (direct + tcp) and GIN_BACKEND=proxy (ipc + tcp).
+# Every rank must pass and must have connected its remote peers over tcp.
+#
+# Usage: multihost.sh prog [args...]   (as root)
+# Exit 0 pass, 1 fail, 77 skip (not root, or no network namespaces).
+set -u
+prog=("$@")
+if [ ${#prog[@]} -eq 0 ]; then
+  echo "usage: $0 prog [args...]" >&2
+  exit 2
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP: needs root for ip netns"
+  exit 77
+fi
+if ! command -v ip > /dev/null; then
+  echo "SKIP: no ip command"
+  exit 77
+fi
+
+ns0=gin-h0-$$ ns1=gin-h1-$$
+veth0=gv0-$$ veth1=gv1-$$
+addr0=10.231.7.1 addr1=10.231.7.2
+tmp=$(mktemp -d)
+pids=()
+
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2> /dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
+  ip netns del "$ns0" 2> /dev/null
+  ip netns del "$ns1" 2> /dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if ! ip netns add "$ns0" 2> "$tmp/err" || ! ip netns add "$ns1" 2>> "$tmp/err"
+then
+  echo "SKIP: ip netns add failed: $(cat "$tmp/err")"
+  exit 77
+fi
+setup() {
+  ip link add "$veth0" netns "$ns0" type veth peer name "$veth1" netns "$ns1" &&
+    ip -n "$ns0" addr add "$addr0/24" dev "$veth0" &&
+    ip -n "$ns1" addr add "$addr1/24" dev "$veth1" &&
+    ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up &&
+    ip -n "$ns0" link set "$veth0" up && ip -n "$ns1" link set "$veth1" up
+}
+if ! setup 2> "$tmp/err"; then
+  echo "SKIP: cannot set up the veth pair: $(cat "$tmp/err")"
+  exit 77
+fi
+# The link must carry traffic before the job starts (bounded).
+for _ in $(seq 50); do
+  ip netns exec "$ns1" ping -c1 -W1 "$addr0" > /dev/null 2>&1 && break
+  sleep 0.1
+done
+
+# run_job NAME [VAR=value...]: 4 ranks, 2 per namespace; 0 if all passed.
+run_job() {
+  local name=$1
+  shift
+  local start=$SECONDS rc=0
+  pids=()
+  for r in 0 1 2 3; do
+    local ns=$ns0
+    [ $r -ge 2 ] && ns=$ns1
+    ip netns exec "$ns" env "$@" RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) \
+      LOCAL_WORLD_SIZE=2 MASTER_ADDR=$addr0 MASTER_PORT=29500 \
+      GIN_TIMEOUT_MS=30000 GIN_DEBUG=INFO GIN_DEBUG_SUBSYS=INIT,NET \
+      timeout 120 "${prog[@]}" > "$tmp/$name.$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1 2 3; do
+    if ! wait "${pids[$r]}"; then
+      echo "FAIL: $name: rank $r failed"
+      rc=1
+    fi
+  done
+  pids=()
+  for r in 0 1 2 3; do
+    # The two remote peers of each rank go through tcp, on the veth.
+    local lo=$(( r < 2 ? 2 : 0 )) me=$addr0
+    [ $r -ge 2 ] && me=$addr1
+    for p in $lo $((lo + 1)); do
+      if ! grep -q "rank $r: peer $p path proxy (tcp)" "$tmp/$name.$r.log"
+      then
+        echo "FAIL: $name: rank $r does not reach rank $p through tcp"
+        rc=1
+      fi
+    done
+    if ! grep -q "tcp: rank $r on $me:[0-9]*: 2 peers connected" \
+        "$tmp/$name.$r.log"; then
+      echo "FAIL: $name: rank $r did not connect 2 tcp peers from $me"
+      rc=1
+    fi
+  done
+  for r in 0 1 2 3; do
+    grep -v " INFO " "$tmp/$name.$r.log" | sed "s/^/[$name $r] /"
+  done
+  echo "$name: $([ $rc = 0 ] && echo passed || echo FAILED) in" \
+    "$((SECONDS - start)) s"
+  return $rc
+}
+
+rc=0
+run_job auto GIN_BACKEND=auto || rc=1
+run_job proxy GIN_BACKEND=proxy || rc=1
+exit $rc
