@@ -50,220 +50,31 @@ GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
 #define TCP_RX_BYTES (256u << 10) /* receive staging per connection */
 #define TCP_RX_ROUNDS 4           /* recv calls per connection per progress */
 #define TCP_EVENTS 64
-#define TCP_HELLO_WAIT_MS 5000    /* a connection must say hello this fast */
-#define TCP_MAX_PENDING 64        /* connections waiting for their hello */
-#define TCP_RETRY_MS 20           /* pause between connection attempts */
-#define TCP_FINI_MS 5000          /* fini flushes queued bytes this long */
-#define TCP_ENTRY_HEAD 24         /* status i32, family u16, port u16, addr */
+#define TCP_HELLO_WAIT_MS 5000 /* a connection must say hello this fast */
+#define TCP_MAX_PENDING 64     /* connections waiting for their hello */
+#define TCP_RETRY_MS 20        /* pause between connection attempts */
+#define TCP_FINI_MS 5000       /* fini flushes queued bytes this long */
+#define TCP_ENTRY_HEAD 24      /* status i32, family u16, port u16, addr */
 
 _Static_assert(TCP_CHUNK <= GIN_TCP_MAX_CHUNK, "chunk within the protocol");
 
-/* ------------------------------------------------------------ wire */
-
+/* Little-endian fields of the all-gathered entries. */
 static void put16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;
   p[1] = (uint8_t)(v >> 8);
 }
 static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
 }
 static uint16_t get16(const uint8_t *p) {
   return (uint16_t)(p[0] | (p[1] << 8));
 }
 static uint32_t get32(const uint8_t *p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+  for (int i = 0; i < 4; i++)
+    v |= (uint32_t)p[i] << (8 * i);
   return v;
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
-/* Formats why into buf (if any) and returns res. */
-static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
-                            const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
-                            const char *fmt, ...) {
-  if (buf && len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-  }
-  return res;
-}
-
-void gin_tcp_hello_encode(const gin_tcp_hello_t *h, uint8_t *out) {
-  put32(out, h->magic);
-  put16(out + 4, h->version);
-  put16(out + 6, h->reserved);
-  memcpy(out + 8, h->secret, 16);
-  put32(out + 24, (uint32_t)h->rank);
-  put32(out + 28, (uint32_t)h->nranks);
-}
-
-gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
-                                 const uint8_t secret[16], int self,
-                                 int nranks, const uint8_t *expect,
-                                 char *why, size_t why_len, int *rank_out) {
-  if (!buf || !secret) return GIN_ERR_INVALID;
-  const uint8_t *p = (const uint8_t *)buf;
-  gin_result_t bad = GIN_ERR_PROTOCOL;
-  if (len != GIN_TCP_HELLO_BYTES)
-    return why_set(why, why_len, bad, "hello of %zu bytes, expected %d", len,
-                   GIN_TCP_HELLO_BYTES);
-  if (get32(p) != GIN_TCP_HELLO_MAGIC)
-    return why_set(why, why_len, bad, "bad magic 0x%08x", get32(p));
-  if (get16(p + 4) != GIN_TCP_VERSION)
-    return why_set(why, why_len, bad, "wire version %u, expected %d",
-                   get16(p + 4), GIN_TCP_VERSION);
-  unsigned diff = 0; /* constant time: do not leak how much matched */
-  for (int i = 0; i < 16; i++) diff |= (unsigned)(p[8 + i] ^ secret[i]);
-  if (diff) return why_set(why, why_len, bad, "wrong job secret");
-  if (get16(p + 6) != 0)
-    return why_set(why, why_len, bad, "reserved field %u", get16(p + 6));
-  int rank = (int)get32(p + 24), n = (int)get32(p + 28);
-  if (n != nranks)
-    return why_set(why, why_len, bad, "job size %d, expected %d", n, nranks);
-  if (rank < 0 || rank >= nranks)
-    return why_set(why, why_len, bad, "rank %d out of range [0, %d)", rank,
-                   nranks);
-  if (rank >= self)
-    return why_set(why, why_len, bad, "rank %d connects to rank %d (only "
-                   "lower ranks connect)", rank, self);
-  if (expect && !expect[rank])
-    return why_set(why, why_len, bad, "rank %d does not use tcp with rank %d",
-                   rank, self);
-  if (rank_out) *rank_out = rank;
-  return GIN_SUCCESS;
-}
-
-#define HO(f) offsetof(gin_tcp_hdr_t, f)
-
-void gin_tcp_hdr_encode(const gin_tcp_hdr_t *h, uint8_t *p) {
-  put32(p + HO(magic), h->magic);
-  put16(p + HO(version), h->version);
-  p[HO(op)] = h->op;
-  p[HO(flags)] = h->flags;
-  put32(p + HO(dst_win), h->dst_win);
-  put32(p + HO(dst_gen), h->dst_gen);
-  put64(p + HO(dst_off), h->dst_off);
-  put64(p + HO(bytes), h->bytes);
-  put32(p + HO(sig_win), h->sig_win);
-  put32(p + HO(sig_gen), h->sig_gen);
-  put64(p + HO(sig_off), h->sig_off);
-  put64(p + HO(sig_add), h->sig_add);
-  put64(p + HO(mode_off), h->mode_off);
-  put32(p + HO(mode_bit), h->mode_bit);
-  put32(p + HO(reserved), h->reserved);
-}
-
-static void hdr_decode(const uint8_t *p, gin_tcp_hdr_t *h) {
-  h->magic = get32(p + HO(magic));
-  h->version = get16(p + HO(version));
-  h->op = p[HO(op)];
-  h->flags = p[HO(flags)];
-  h->dst_win = get32(p + HO(dst_win));
-  h->dst_gen = get32(p + HO(dst_gen));
-  h->dst_off = get64(p + HO(dst_off));
-  h->bytes = get64(p + HO(bytes));
-  h->sig_win = get32(p + HO(sig_win));
-  h->sig_gen = get32(p + HO(sig_gen));
-  h->sig_off = get64(p + HO(sig_off));
-  h->sig_add = get64(p + HO(sig_add));
-  h->mode_off = get64(p + HO(mode_off));
-  h->mode_bit = get32(p + HO(mode_bit));
-  h->reserved = get32(p + HO(reserved));
-}
-
-/* Checks [off, off+bytes) of window idx (generation gen at the sender),
- * `align`-aligned, against the table. */
-static gin_result_t win_check(const gin_win_slot_t *wins, uint32_t nwins,
-                              const char *what, uint32_t idx, uint32_t gen,
-                              uint64_t off, uint64_t bytes, uint64_t align,
-                              char *why, size_t len) {
-  if (idx >= nwins)
-    return why_set(why, len, GIN_ERR_PROTOCOL, "%s window %u outside the "
-                   "table of %u", what, idx, nwins);
-  uint32_t g = __atomic_load_n(&wins[idx].gen, __ATOMIC_ACQUIRE);
-  int live = __atomic_load_n(&wins[idx].live, __ATOMIC_ACQUIRE);
-  int32_t ahead = (int32_t)(gen - g);
-  if (ahead > 0 || (ahead == 0 && !live))
-    return why_set(why, len, GIN_ERR_AGAIN, "%s window %u (generation %u) "
-                   "is not registered here", what, idx, gen);
-  if (ahead < 0)
-    return why_set(why, len, GIN_ERR_PROTOCOL, "%s window %u generation %u "
-                   "was deregistered (now %u)", what, idx, gen, g);
-  uint64_t size = wins[idx].size;
-  if (off > size || bytes > size - off)
-    return why_set(why, len, GIN_ERR_PROTOCOL, "%s offset %llu + %llu bytes "
-                   "is outside window %u of %llu bytes", what,
-                   (unsigned long long)off, (unsigned long long)bytes, idx,
-                   (unsigned long long)size);
-  if (off % align)
-    return why_set(why, len, GIN_ERR_PROTOCOL, "%s offset %llu is not "
-                   "%llu-byte aligned", what, (unsigned long long)off,
-                   (unsigned long long)align);
-  return GIN_SUCCESS;
-}
-
-gin_result_t gin_tcp_header_check(const void *buf, size_t len,
-                                  const gin_win_slot_t *wins, uint32_t nwins,
-                                  char *why, size_t why_len,
-                                  gin_tcp_hdr_t *out) {
-  if (!buf) return GIN_ERR_INVALID;
-  gin_result_t bad = GIN_ERR_PROTOCOL, res;
-  if (len != GIN_TCP_HDR_BYTES)
-    return why_set(why, why_len, bad, "header of %zu bytes, expected %d", len,
-                   GIN_TCP_HDR_BYTES);
-  gin_tcp_hdr_t h;
-  hdr_decode((const uint8_t *)buf, &h);
-  if (h.magic != GIN_TCP_HDR_MAGIC)
-    return why_set(why, why_len, bad, "bad magic 0x%08x", h.magic);
-  if (h.version != GIN_TCP_VERSION)
-    return why_set(why, why_len, bad, "wire version %u, expected %d",
-                   h.version, GIN_TCP_VERSION);
-  if (h.op < GIN_TCP_OP_PUT || h.op > GIN_TCP_OP_BYE)
-    return why_set(why, why_len, bad, "unknown operation %u", h.op);
-  if (h.flags & ~GIN_TCP_F_SIGNAL)
-    return why_set(why, why_len, bad, "unknown flags 0x%x", h.flags);
-  int sig = (h.flags & GIN_TCP_F_SIGNAL) != 0;
-  if (h.reserved || (h.op != GIN_TCP_OP_PUT && (h.dst_win || h.dst_gen ||
-                                                h.dst_off || h.bytes)) ||
-      (!sig && (h.sig_win || h.sig_gen || h.sig_off || h.sig_add ||
-                h.mode_off || h.mode_bit)))
-    return why_set(why, why_len, bad, "operation %u has fields it does not "
-                   "use set", h.op);
-  if ((h.op == GIN_TCP_OP_SIGNAL && !sig) || (h.op == GIN_TCP_OP_BYE && sig))
-    return why_set(why, why_len, bad, "operation %u %s a signal", h.op,
-                   sig ? "with" : "without");
-  if (h.bytes > GIN_TCP_MAX_CHUNK)
-    return why_set(why, why_len, bad, "%llu bytes in one chunk (at most %u)",
-                   (unsigned long long)h.bytes, GIN_TCP_MAX_CHUNK);
-  if (h.op == GIN_TCP_OP_PUT &&
-      (res = win_check(wins, nwins, "destination", h.dst_win, h.dst_gen,
-                       h.dst_off, h.bytes, 1, why, why_len)) != GIN_SUCCESS)
-    return res;
-  if (sig) {
-    if ((res = win_check(wins, nwins, "signal", h.sig_win, h.sig_gen,
-                         h.sig_off, 8, 8, why, why_len)) != GIN_SUCCESS)
-      return res;
-    if (h.mode_off &&
-        (res = win_check(wins, nwins, "signal mode", h.sig_win, h.sig_gen,
-                         h.mode_off, 4, 4, why, why_len)) != GIN_SUCCESS)
-      return res;
-    if ((h.mode_off != 0) != (h.mode_bit == 1 || h.mode_bit == 2))
-      return why_set(why, why_len, bad, "mode bit %u at offset %llu",
-                     h.mode_bit, (unsigned long long)h.mode_off);
-  }
-  if (out) *out = h;
-  return GIN_SUCCESS;
 }
 
 /* ------------------------------------------------------------ sockets */
@@ -344,10 +155,14 @@ static void tcp_local_addr(gin_comm_t comm, tcp_addr_t *out) {
   if (!ok) {
     memset(out, 0, sizeof *out);
     out->family = u.family == AF_INET6 ? AF_INET6 : AF_INET;
-    if (out->family == AF_INET6) out->addr[15] = 1;
-    else memcpy(out->addr, (uint8_t[]){127, 0, 0, 1}, 4);
-    GIN_INFO(NET, "tcp: rank %d: no route to the bootstrap root; listening "
-             "on loopback", comm->rank);
+    if (out->family == AF_INET6)
+      out->addr[15] = 1;
+    else
+      memcpy(out->addr, (uint8_t[]){127, 0, 0, 1}, 4);
+    GIN_INFO(
+        NET,
+        "tcp: rank %d: no route to the bootstrap root; listening on loopback",
+        comm->rank);
   }
   out->port = 0;
 }
@@ -377,7 +192,10 @@ static int tcp_connect(const tcp_addr_t *a, uint64_t deadline, int *err_out) {
   int err = ETIMEDOUT;
   for (;;) {
     int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) break;
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
     if (connect(fd, (struct sockaddr *)&ss, sl) == 0) return fd;
     err = errno;
     if (err == EINPROGRESS) {
@@ -393,8 +211,8 @@ static int tcp_connect(const tcp_addr_t *a, uint64_t deadline, int *err_out) {
     int left = ms_left(deadline);
     if (left == 0 || err == EAFNOSUPPORT || err == EACCES || err == EPERM)
       break;
-    struct timespec ts = {0, (long)(left < TCP_RETRY_MS ? left : TCP_RETRY_MS)
-                                 * 1000000L};
+    struct timespec ts = {0, (long)(left < TCP_RETRY_MS ? left : TCP_RETRY_MS) *
+                                 1000000L};
     nanosleep(&ts, NULL);
   }
   *err_out = err;
@@ -412,8 +230,7 @@ static int tcp_send_all(int fd, const void *buf, size_t len,
       done += (size_t)n;
       continue;
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return errno;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return errno;
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     if (ms_left(deadline) == 0) return ETIMEDOUT;
     poll(&p, 1, ms_left(deadline));
@@ -426,16 +243,16 @@ static int tcp_send_all(int fd, const void *buf, size_t len,
 enum { RX_HDR = 0, RX_PAYLOAD = 1 };
 
 typedef struct tcp_conn {
-  int fd;            /* -1: not a tcp peer, or closed */
+  int fd; /* -1: not a tcp peer, or closed */
   int peer;
-  int left;          /* the peer said goodbye */
-  int out_armed;     /* EPOLLOUT requested: the socket was full */
-  gin_result_t err;  /* the connection failed; why in msg */
+  int left;         /* the peer said goodbye */
+  int out_armed;    /* EPOLLOUT requested: the socket was full */
+  gin_result_t err; /* the connection failed; why in msg */
   char msg[224];
   /* send side: a ring of headers and payload */
   uint8_t *tx;
   size_t tx_cap, tx_head, tx_len;
-  int cur_active;    /* a put partly queued (it returned GIN_ERR_AGAIN) */
+  int cur_active; /* a put partly queued (it returned GIN_ERR_AGAIN) */
   gin_xfer_t cur;
   uint64_t cur_done;
   /* receive side */
@@ -482,8 +299,8 @@ static gin_result_t conn_fail(tcp_state_t *s, tcp_conn_t *c, gin_result_t res,
     c->err = res;
   }
   conn_close(s, c);
-  return GIN_ERROR(c->err, "tcp: rank %d, peer %d: %s", s->comm->rank,
-                   c->peer, c->msg);
+  return GIN_ERROR(c->err, "tcp: rank %d, peer %d: %s", s->comm->rank, c->peer,
+                   c->msg);
 }
 
 /* Asks epoll to report writability (out) or not. */
@@ -526,6 +343,7 @@ static gin_result_t conn_send(tcp_state_t *s, tcp_conn_t *c) {
  * sources go through gin_arch_copy (the cuda target stages them here). */
 static gin_result_t tx_append(tcp_conn_t *c, const void *src, size_t n,
                               int device) {
+  if (n == 0) return GIN_SUCCESS;
   size_t tail = (c->tx_head + c->tx_len) % c->tx_cap;
   size_t first = n < c->tx_cap - tail ? n : c->tx_cap - tail;
   if (device) {
@@ -540,6 +358,18 @@ static gin_result_t tx_append(tcp_conn_t *c, const void *src, size_t n,
 }
 
 /* ------------------------------------------------------------ put */
+
+/* Or-s the mode word of h, then adds to its signal (in the CPU view of
+ * the signal window: host memory on both targets). */
+static gin_result_t signal_apply(gin_comm_t cm, const gin_tcp_hdr_t *h) {
+  if (!(h->flags & GIN_TCP_F_SIGNAL)) return GIN_SUCCESS;
+  gin_win_slot_t *w = &cm->wins[h->sig_win];
+  char *base = (char *)(w->hptr ? w->hptr : w->ptr);
+  if (h->mode_off)
+    __atomic_fetch_or((uint32_t *)(base + h->mode_off), h->mode_bit,
+                      __ATOMIC_RELAXED);
+  return gin_arch_atomic_add_u64((uint64_t *)(base + h->sig_off), h->sig_add);
+}
 
 static int xfer_same(const gin_xfer_t *a, const gin_xfer_t *b) {
   return a->op == b->op && a->peer == b->peer && a->src == b->src &&
@@ -559,16 +389,16 @@ static void xfer_header(tcp_state_t *s, const gin_xfer_t *x, uint64_t done,
   h->op = x->op == GIN_OP_SIGNAL ? GIN_TCP_OP_SIGNAL : GIN_TCP_OP_PUT;
   if (h->op == GIN_TCP_OP_PUT) {
     h->dst_win = x->dst_win;
-    h->dst_gen = __atomic_load_n(&s->comm->wins[x->dst_win].gen,
-                                 __ATOMIC_ACQUIRE);
+    h->dst_gen =
+        __atomic_load_n(&s->comm->wins[x->dst_win].gen, __ATOMIC_ACQUIRE);
     h->dst_off = x->dst_off + done;
     h->bytes = chunk;
   }
   if (last && x->has_signal) {
     h->flags = GIN_TCP_F_SIGNAL;
     h->sig_win = x->sig_win;
-    h->sig_gen = __atomic_load_n(&s->comm->wins[x->sig_win].gen,
-                                 __ATOMIC_ACQUIRE);
+    h->sig_gen =
+        __atomic_load_n(&s->comm->wins[x->sig_win].gen, __ATOMIC_ACQUIRE);
     h->sig_off = x->sig_off;
     h->sig_add = x->sig_add;
     h->mode_off = x->mode_off;
@@ -583,11 +413,13 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
     return GIN_ERROR(c->err, "tcp: rank %d cannot reach rank %d: %s", me,
                      c->peer, c->msg);
   if (c->left)
-    return GIN_ERROR(GIN_ERR_REMOTE, "tcp: rank %d has destroyed its "
-                     "communicator (put from rank %d)", c->peer, me);
+    return GIN_ERROR(
+        GIN_ERR_REMOTE,
+        "tcp: rank %d has destroyed its communicator (put from rank %d)",
+        c->peer, me);
   if (c->fd < 0)
-    return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: rank %d is not a tcp peer of "
-                     "rank %d", c->peer, me);
+    return GIN_ERROR(GIN_ERR_INTERNAL,
+                     "tcp: rank %d is not a tcp peer of rank %d", c->peer, me);
   const char *src = NULL;
   uint64_t total = 0;
   if (x->op == GIN_OP_PUT) {
@@ -597,8 +429,8 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
     src = (const char *)&x->value; /* its low bytes, as ipc copies them */
     total = x->bytes;
   } else if (x->op != GIN_OP_SIGNAL) {
-    return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: operation %d of %llu bytes",
-                     x->op, (unsigned long long)x->bytes);
+    return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: operation %d of %llu bytes", x->op,
+                     (unsigned long long)x->bytes);
   }
   if (!c->tx) {
     if (!(c->tx = (uint8_t *)malloc(s->tx_cap)))
@@ -609,16 +441,17 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
   uint64_t done = 0;
   if (c->cur_active) {
     if (!xfer_same(&c->cur, x))
-      return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: a new operation to rank %d "
-                       "while one is partly queued", c->peer);
+      return GIN_ERROR(
+          GIN_ERR_INTERNAL,
+          "tcp: a new operation to rank %d while one is partly queued",
+          c->peer);
     done = c->cur_done;
   }
   do {
     uint64_t chunk = total - done < TCP_CHUNK ? total - done : TCP_CHUNK;
-    size_t need = GIN_TCP_HDR_BYTES + (chunk < TCP_MIN_CHUNK ? chunk
-                                                              : TCP_MIN_CHUNK);
-    if (c->tx_cap - c->tx_len < need && c->tx_len)
-      GIN_CHECK(conn_send(s, c));
+    size_t need =
+        GIN_TCP_HDR_BYTES + (chunk < TCP_MIN_CHUNK ? chunk : TCP_MIN_CHUNK);
+    if (c->tx_cap - c->tx_len < need && c->tx_len) GIN_CHECK(conn_send(s, c));
     size_t room = c->tx_cap - c->tx_len;
     if (room < need) {
       c->cur = *x;
@@ -641,8 +474,6 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
   c->cur_active = 0;
   return conn_send(s, c);
 }
-
-static gin_result_t signal_apply(gin_comm_t cm, const gin_tcp_hdr_t *h);
 
 /* An operation to this rank itself (GIN_BACKEND=proxy): applied here, in
  * order, like a received one; the proxy checked it against this table. */
@@ -672,8 +503,7 @@ static gin_result_t tcp_put(void *state, const gin_xfer_t *x) {
 
 /* The next header names a window not registered here yet: wait, at most
  * the communicator's timeout. */
-static gin_result_t conn_stall(tcp_state_t *s, tcp_conn_t *c,
-                               const char *why) {
+static gin_result_t conn_stall(tcp_state_t *s, tcp_conn_t *c, const char *why) {
   uint64_t now = gin_now_ns();
   if (!c->stall_ns) {
     c->stall_ns = now;
@@ -684,18 +514,6 @@ static gin_result_t conn_stall(tcp_state_t *s, tcp_conn_t *c,
     return conn_fail(s, c, GIN_ERR_PROTOCOL, "rank %d: %s after %lld ms",
                      c->peer, why, (long long)s->comm->timeout_ms);
   return GIN_SUCCESS;
-}
-
-/* Or-s the mode word of h, then adds to its signal (in the CPU view of
- * the signal window: host memory on both targets). */
-static gin_result_t signal_apply(gin_comm_t cm, const gin_tcp_hdr_t *h) {
-  if (!(h->flags & GIN_TCP_F_SIGNAL)) return GIN_SUCCESS;
-  gin_win_slot_t *w = &cm->wins[h->sig_win];
-  char *base = (char *)(w->hptr ? w->hptr : w->ptr);
-  if (h->mode_off)
-    __atomic_fetch_or((uint32_t *)(base + h->mode_off), h->mode_bit,
-                      __ATOMIC_RELAXED);
-  return gin_arch_atomic_add_u64((uint64_t *)(base + h->sig_off), h->sig_add);
 }
 
 static gin_result_t conn_signal(tcp_state_t *s, tcp_conn_t *c) {
@@ -731,17 +549,17 @@ static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
     }
     if (avail < GIN_TCP_HDR_BYTES) break;
     if (c->left)
-      return conn_fail(s, c, GIN_ERR_PROTOCOL, "rank %d sent data after its "
-                       "goodbye", c->peer);
-    gin_result_t res = gin_tcp_header_check(p, GIN_TCP_HDR_BYTES, cm->wins,
-                                            cm->max_windows, why, sizeof why,
-                                            &c->hdr);
+      return conn_fail(s, c, GIN_ERR_PROTOCOL,
+                       "rank %d sent data after its goodbye", c->peer);
+    gin_result_t res =
+        gin_tcp_header_check(p, GIN_TCP_HDR_BYTES, cm->wins, cm->max_windows,
+                             why, sizeof why, &c->hdr);
     if (res == GIN_ERR_AGAIN) return conn_stall(s, c, why);
     if (c->stall_ns) s->nstalled--;
     c->stall_ns = 0;
     if (res != GIN_SUCCESS)
-      return conn_fail(s, c, GIN_ERR_PROTOCOL, "rank %d sent a bad "
-                       "operation: %s", c->peer, why);
+      return conn_fail(s, c, GIN_ERR_PROTOCOL,
+                       "rank %d sent a bad operation: %s", c->peer, why);
     c->rx_start += GIN_TCP_HDR_BYTES;
     if (c->hdr.op == GIN_TCP_OP_BYE) {
       c->left = 1;
@@ -783,9 +601,11 @@ static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
       break;
     }
     if (n == 0)
-      return conn_fail(s, c, GIN_ERR_REMOTE, "rank %d closed the connection "
-                       "(it exited or failed without destroying its "
-                       "communicator)", c->peer);
+      return conn_fail(
+          s, c, GIN_ERR_REMOTE,
+          "rank %d closed the connection (it failed, refused what this rank "
+          "sent, or exited without destroying its communicator)",
+          c->peer);
     return conn_fail(s, c, GIN_ERR_REMOTE, "receiving from rank %d: %s",
                      c->peer, strerror(errno));
   }
@@ -840,8 +660,10 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
     uint64_t now = gin_now_ns(), wake = deadline;
     for (int i = np - 1; i >= 0; i--)
       if (now >= pend[i].deadline) {
-        GIN_WARN(NET, "tcp: rank %d refused a connection from %s: no hello "
-                 "within %d ms", cm->rank, pend[i].from, TCP_HELLO_WAIT_MS);
+        GIN_WARN(
+            NET,
+            "tcp: rank %d refused a connection from %s: no hello within %d ms",
+            cm->rank, pend[i].from, TCP_HELLO_WAIT_MS);
         close(pend[i].fd);
         pend[i] = pend[--np];
       } else if (pend[i].deadline < wake) {
@@ -849,11 +671,12 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
       }
     if (now >= deadline) {
       int r = 0;
-      while (!want[r]) r++;
-      res = GIN_ERROR(GIN_ERR_TIMEOUT, "tcp: rank %d: no connection from "
-                      "rank %d%s within %lld ms", cm->rank, r,
-                      nwant > 1 ? " and others" : "",
-                      (long long)cm->timeout_ms);
+      while (!want[r])
+        r++;
+      res = GIN_ERROR(
+          GIN_ERR_TIMEOUT,
+          "tcp: rank %d: no connection from rank %d%s within %lld ms", cm->rank,
+          r, nwant > 1 ? " and others" : "", (long long)cm->timeout_ms);
       break;
     }
     pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
@@ -869,8 +692,8 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
       if (n > 0 && (pend[i].got += (size_t)n) < GIN_TCP_HELLO_BYTES) continue;
       if (n <= 0)
         snprintf(why, sizeof why, "closed after %zu hello bytes", pend[i].got);
-      else if (gin_tcp_hello_check(pend[i].buf, pend[i].got, u.secret,
-                                   cm->rank, cm->nranks, use, why, sizeof why,
+      else if (gin_tcp_hello_check(pend[i].buf, pend[i].got, u.secret, cm->rank,
+                                   cm->nranks, use, why, sizeof why,
                                    &r) == GIN_SUCCESS &&
                !(ok = want[r]))
         snprintf(why, sizeof why, "rank %d connected twice", r);
@@ -879,8 +702,8 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
         want[r] = 0;
         nwant--;
       } else {
-        GIN_WARN(NET, "tcp: rank %d refused a connection from %s: %s",
-                 cm->rank, pend[i].from, why);
+        GIN_WARN(NET, "tcp: rank %d refused a connection from %s: %s", cm->rank,
+                 pend[i].from, why);
         close(pend[i].fd);
       }
       pend[i] = pend[--np];
@@ -892,8 +715,11 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) break;
       if (np == TCP_MAX_PENDING) { /* a flood: drop the oldest */
-        close(pend[0].fd);
-        pend[0] = pend[--np];
+        int old = 0;
+        for (int i = 1; i < np; i++)
+          if (pend[i].deadline < pend[old].deadline) old = i;
+        close(pend[old].fd);
+        pend[old] = pend[--np];
       }
       tcp_addr_t from;
       pend[np].fd = fd;
@@ -905,7 +731,8 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
       np++;
     }
   }
-  while (np > 0) close(pend[--np].fd);
+  while (np > 0)
+    close(pend[--np].fd);
   return res;
 }
 
@@ -917,7 +744,8 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
   gin_bs_uid_t u;
   memcpy(&u, cm->uid.bytes, sizeof u);
   gin_tcp_hello_t h = {.magic = GIN_TCP_HELLO_MAGIC,
-                       .version = GIN_TCP_VERSION, .rank = cm->rank,
+                       .version = GIN_TCP_VERSION,
+                       .rank = cm->rank,
                        .nranks = cm->nranks};
   memcpy(h.secret, u.secret, 16);
   uint8_t wire[GIN_TCP_HELLO_BYTES];
@@ -934,11 +762,11 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
       fd = -1;
     }
     if (fd < 0)
-      return GIN_ERROR(err == ETIMEDOUT ? GIN_ERR_TIMEOUT : GIN_ERR_REMOTE,
-                       "tcp: rank %d could not connect to rank %d at %s "
-                       "within %lld ms: %s", cm->rank, r,
-                       addr_str(&a, astr, sizeof astr),
-                       (long long)cm->timeout_ms, strerror(err));
+      return GIN_ERROR(
+          err == ETIMEDOUT ? GIN_ERR_TIMEOUT : GIN_ERR_REMOTE,
+          "tcp: rank %d could not connect to rank %d at %s within %lld ms: %s",
+          cm->rank, r, addr_str(&a, astr, sizeof astr),
+          (long long)cm->timeout_ms, strerror(err));
     s->conns[r].fd = fd;
   }
   return GIN_SUCCESS;
@@ -952,17 +780,18 @@ static gin_result_t tcp_entries_check(gin_comm_t cm, const uint8_t *all,
   for (int a = 0; a < n; a++) {
     const uint8_t *ea = all + (size_t)a * esz;
     if ((int32_t)get32(ea) != GIN_SUCCESS)
-      return GIN_ERROR(GIN_ERR_REMOTE, "tcp: rank %d could not set up its "
-                       "listening socket", a);
+      return GIN_ERROR(GIN_ERR_REMOTE,
+                       "tcp: rank %d could not set up its listening socket", a);
     for (int b = a + 1; b < n; b++) {
       const uint8_t *eb = all + (size_t)b * esz;
       int ab = (ea[TCP_ENTRY_HEAD + b / 8] >> (b % 8)) & 1;
       int ba = (eb[TCP_ENTRY_HEAD + a / 8] >> (a % 8)) & 1;
       if (ab != ba)
-        return GIN_ERROR(GIN_ERR_INVALID, "tcp: rank %d reaches rank %d "
-                         "through tcp but not the other way round "
-                         "(GIN_BACKEND or GIN_TRANSPORT differ?)",
-                         ab ? a : b, ab ? b : a);
+        return GIN_ERROR(
+            GIN_ERR_INVALID,
+            "tcp: rank %d reaches rank %d through tcp but not the other way "
+            "round (GIN_BACKEND or GIN_TRANSPORT differ?)",
+            ab ? a : b, ab ? b : a);
       if (ab && (get16(eb + 6) == 0 ||
                  (get16(eb + 4) != AF_INET && get16(eb + 4) != AF_INET6)))
         return GIN_ERROR(GIN_ERR_PROTOCOL, "tcp: bad address of rank %d", b);
@@ -971,14 +800,55 @@ static gin_result_t tcp_entries_check(gin_comm_t cm, const uint8_t *all,
   return GIN_SUCCESS;
 }
 
-static void tcp_fini(void *state);
+/* Flushes what is queued (and a goodbye) for a short while, then closes. */
+static void tcp_fini(void *state) {
+  tcp_state_t *s = (tcp_state_t *)state;
+  if (!s) return;
+  int n = s->comm->nranks;
+  int64_t ms =
+      s->comm->timeout_ms < TCP_FINI_MS ? s->comm->timeout_ms : TCP_FINI_MS;
+  uint64_t deadline = gin_now_ns() + (uint64_t)ms * 1000000ull;
+  gin_tcp_hdr_t bye = {.magic = GIN_TCP_HDR_MAGIC,
+                       .version = GIN_TCP_VERSION,
+                       .op = GIN_TCP_OP_BYE};
+  uint8_t wire[GIN_TCP_HDR_BYTES];
+  gin_tcp_hdr_encode(&bye, wire);
+  for (int r = 0; r < n; r++) {
+    tcp_conn_t *c = &s->conns[r];
+    if (c->fd < 0 || c->left) continue;
+    if (!c->tx && (c->tx = (uint8_t *)malloc(GIN_TCP_HDR_BYTES)))
+      c->tx_cap = GIN_TCP_HDR_BYTES;
+    /* Queued chunks are whole operations: the goodbye may follow them. */
+    for (int said = 0; c->tx && ms_left(deadline) > 0;) {
+      if (!said && c->tx_cap - c->tx_len >= sizeof wire) {
+        tx_append(c, wire, sizeof wire, 0);
+        said = 1;
+      }
+      int e = tx_write(c);
+      if ((e == 0 && said) || (e != 0 && e != EAGAIN)) break;
+      if (e == EAGAIN)
+        poll(&(struct pollfd){.fd = c->fd, .events = POLLOUT}, 1,
+             ms_left(deadline));
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    if (s->conns[r].fd >= 0) close(s->conns[r].fd);
+    free(s->conns[r].tx);
+    free(s->conns[r].rx);
+  }
+  if (s->epfd >= 0) close(s->epfd);
+  pthread_mutex_destroy(&s->lock);
+  free(s->conns);
+  free(s);
+}
 
 static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
                              void **state_out) {
   int64_t txb = param_tcp_send_buffer();
   if (txb < (64 << 10) || txb > (1ll << 30))
-    return GIN_ERROR(GIN_ERR_INVALID, "GIN_TCP_SEND_BUFFER=%lld outside "
-                     "[65536, 1073741824]", (long long)txb);
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "GIN_TCP_SEND_BUFFER=%lld outside [65536, 1073741824]",
+                     (long long)txb);
   int n = comm->nranks, lfd = -1, nlow = 0;
   uint64_t start = gin_now_ns();
   uint64_t deadline = start + (uint64_t)comm->timeout_ms * 1000000ull;
@@ -1017,8 +887,8 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   if (s->npeers) {
     tcp_local_addr(comm, &me);
     if ((lfd = tcp_listen(&me)) < 0)
-      local = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: rank %d cannot listen on %s: "
-                        "%s", comm->rank, addr_str(&me, astr, sizeof astr),
+      local = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: rank %d cannot listen on %s: %s",
+                        comm->rank, addr_str(&me, astr, sizeof astr),
                         strerror(errno));
   }
   put32(e, (uint32_t)local);
@@ -1027,14 +897,16 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   memcpy(e + 8, me.addr, 16);
   for (int r = 0; r < n; r++)
     if (peers[r]) e[TCP_ENTRY_HEAD + r / 8] |= (uint8_t)(1u << (r % 8));
-  GIN_CHECK_GOTO(gin_bs_allgather(comm->bs, all, esz), res, fail);
-  GIN_CHECK_GOTO(tcp_entries_check(comm, all, esz), res, fail);
-  GIN_CHECK_GOTO(tcp_connect_all(s, peers, all, esz, deadline), res, fail);
-  GIN_CHECK_GOTO(tcp_accept(s, lfd, peers, want, nlow, deadline), res, fail);
+  GIN_CHECK_GOTO(gin_bs_allgather(comm->bs, all, esz), res, fini_state);
+  GIN_CHECK_GOTO(local, res, fini_state);
+  GIN_CHECK_GOTO(tcp_entries_check(comm, all, esz), res, fini_state);
+  GIN_CHECK_GOTO(tcp_connect_all(s, peers, all, esz, deadline), res,
+                 fini_state);
+  GIN_CHECK_GOTO(tcp_accept(s, lfd, peers, want, nlow, deadline), res,
+                 fini_state);
   if (s->npeers && (s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-    res = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: epoll_create1: %s",
-                    strerror(errno));
-    goto fail;
+    res = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: epoll_create1: %s", strerror(errno));
+    goto fini_state;
   }
   for (int r = 0; r < n; r++) {
     if (conns[r].fd < 0) continue;
@@ -1043,7 +915,7 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &conns[r]};
     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, conns[r].fd, &ev) != 0) {
       res = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: epoll_ctl: %s", strerror(errno));
-      goto fail;
+      goto fini_state;
     }
   }
   if (lfd >= 0) close(lfd);
@@ -1056,54 +928,14 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   *state_out = s;
   return GIN_SUCCESS;
 
-fail:
+fini_state:
   if (lfd >= 0) close(lfd);
   free(all);
   free(want);
-  for (int r = 0; r < n; r++) conns[r].left = 1; /* no goodbyes */
+  for (int r = 0; r < n; r++)
+    conns[r].left = 1; /* no goodbyes */
   tcp_fini(s);
   return res;
-}
-
-/* Flushes what is queued (and a goodbye) for a short while, then closes. */
-static void tcp_fini(void *state) {
-  tcp_state_t *s = (tcp_state_t *)state;
-  if (!s) return;
-  int n = s->comm->nranks;
-  int64_t ms = s->comm->timeout_ms < TCP_FINI_MS ? s->comm->timeout_ms
-                                                  : TCP_FINI_MS;
-  uint64_t deadline = gin_now_ns() + (uint64_t)ms * 1000000ull;
-  gin_tcp_hdr_t bye = {.magic = GIN_TCP_HDR_MAGIC, .version = GIN_TCP_VERSION,
-                       .op = GIN_TCP_OP_BYE};
-  uint8_t wire[GIN_TCP_HDR_BYTES];
-  gin_tcp_hdr_encode(&bye, wire);
-  for (int r = 0; r < n; r++) {
-    tcp_conn_t *c = &s->conns[r];
-    if (c->fd < 0 || c->left) continue;
-    if (!c->tx && (c->tx = (uint8_t *)malloc(GIN_TCP_HDR_BYTES)))
-      c->tx_cap = GIN_TCP_HDR_BYTES;
-    /* Queued chunks are whole operations: the goodbye may follow them. */
-    for (int said = 0; c->tx && ms_left(deadline) > 0;) {
-      if (!said && c->tx_cap - c->tx_len >= sizeof wire) {
-        tx_append(c, wire, sizeof wire, 0);
-        said = 1;
-      }
-      int e = tx_write(c);
-      if ((e == 0 && said) || (e != 0 && e != EAGAIN)) break;
-      if (e == EAGAIN)
-        poll(&(struct pollfd){.fd = c->fd, .events = POLLOUT}, 1,
-             ms_left(deadline));
-    }
-  }
-  for (int r = 0; r < n; r++) {
-    if (s->conns[r].fd >= 0) close(s->conns[r].fd);
-    free(s->conns[r].tx);
-    free(s->conns[r].rx);
-  }
-  if (s->epfd >= 0) close(s->epfd);
-  pthread_mutex_destroy(&s->lock);
-  free(s->conns);
-  free(s);
 }
 
 const gin_transport_ops_t gin_transport_tcp = {

@@ -59,7 +59,7 @@ typedef struct gin_tcp_hdr {
   uint64_t bytes;   /* payload that follows (PUT), <= GIN_TCP_MAX_CHUNK */
   uint32_t sig_win; /* signal window slot (F_SIGNAL) */
   uint32_t sig_gen;
-  uint64_t sig_off;  /* the 64-bit signal word */
+  uint64_t sig_off; /* the 64-bit signal word */
   uint64_t sig_add;
   uint64_t mode_off; /* the 32-bit mode word, 0: none */
   uint32_t mode_bit;
@@ -81,9 +81,9 @@ void gin_tcp_hello_encode(const gin_tcp_hello_t *h, uint8_t *out);
  * rank in *rank_out, or GIN_ERR_PROTOCOL with what was wrong in why
  * (why_len bytes, may be 0); GIN_ERR_INVALID on NULL buf or secret. */
 gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
-                                 const uint8_t secret[16], int self,
-                                 int nranks, const uint8_t *expect,
-                                 char *why, size_t why_len, int *rank_out);
+                                 const uint8_t secret[16], int self, int nranks,
+                                 const uint8_t *expect, char *why,
+                                 size_t why_len, int *rank_out);
 
 /* Writes header h as GIN_TCP_HDR_BYTES wire bytes to out. */
 void gin_tcp_hdr_encode(const gin_tcp_hdr_t *h, uint8_t *out);

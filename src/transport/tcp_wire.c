@@ -1,0 +1,226 @@
+/*
+ * tcp transport wire format: encoding of the hello and the operation
+ * headers, and the pure checks of what arrives (declared in tcp.h; fuzzed
+ * and unit tested on their own). No I/O, no logging.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "transport/tcp.h"
+
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get16(const uint8_t *p) {
+  return (uint16_t)(p[0] | (p[1] << 8));
+}
+static uint32_t get32(const uint8_t *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++)
+    v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+/* Formats why into buf (if any) and returns res. */
+static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
+                            const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
+                            const char *fmt, ...) {
+  if (buf && len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+  }
+  return res;
+}
+
+void gin_tcp_hello_encode(const gin_tcp_hello_t *h, uint8_t *out) {
+  put32(out, h->magic);
+  put16(out + 4, h->version);
+  put16(out + 6, h->reserved);
+  memcpy(out + 8, h->secret, 16);
+  put32(out + 24, (uint32_t)h->rank);
+  put32(out + 28, (uint32_t)h->nranks);
+}
+
+gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
+                                 const uint8_t secret[16], int self, int nranks,
+                                 const uint8_t *expect, char *why,
+                                 size_t why_len, int *rank_out) {
+  if (!buf || !secret) return GIN_ERR_INVALID;
+  const uint8_t *p = (const uint8_t *)buf;
+  gin_result_t bad = GIN_ERR_PROTOCOL;
+  if (len != GIN_TCP_HELLO_BYTES)
+    return why_set(why, why_len, bad, "hello of %zu bytes, expected %d", len,
+                   GIN_TCP_HELLO_BYTES);
+  if (get32(p) != GIN_TCP_HELLO_MAGIC)
+    return why_set(why, why_len, bad, "bad magic 0x%08x", get32(p));
+  if (get16(p + 4) != GIN_TCP_VERSION)
+    return why_set(why, why_len, bad, "wire version %u, expected %d",
+                   get16(p + 4), GIN_TCP_VERSION);
+  unsigned diff = 0; /* constant time: do not leak how much matched */
+  for (int i = 0; i < 16; i++)
+    diff |= (unsigned)(p[8 + i] ^ secret[i]);
+  if (diff) return why_set(why, why_len, bad, "wrong job secret");
+  if (get16(p + 6) != 0)
+    return why_set(why, why_len, bad, "reserved field %u", get16(p + 6));
+  int rank = (int)get32(p + 24), n = (int)get32(p + 28);
+  if (n != nranks)
+    return why_set(why, why_len, bad, "job size %d, expected %d", n, nranks);
+  if (rank < 0 || rank >= nranks)
+    return why_set(why, why_len, bad, "rank %d out of range [0, %d)", rank,
+                   nranks);
+  if (rank >= self)
+    return why_set(why, why_len, bad,
+                   "rank %d connects to rank %d (only lower ranks connect)",
+                   rank, self);
+  if (expect && !expect[rank])
+    return why_set(why, why_len, bad, "rank %d does not use tcp with rank %d",
+                   rank, self);
+  if (rank_out) *rank_out = rank;
+  return GIN_SUCCESS;
+}
+
+#define HO(f) offsetof(gin_tcp_hdr_t, f)
+
+void gin_tcp_hdr_encode(const gin_tcp_hdr_t *h, uint8_t *p) {
+  put32(p + HO(magic), h->magic);
+  put16(p + HO(version), h->version);
+  p[HO(op)] = h->op;
+  p[HO(flags)] = h->flags;
+  put32(p + HO(dst_win), h->dst_win);
+  put32(p + HO(dst_gen), h->dst_gen);
+  put64(p + HO(dst_off), h->dst_off);
+  put64(p + HO(bytes), h->bytes);
+  put32(p + HO(sig_win), h->sig_win);
+  put32(p + HO(sig_gen), h->sig_gen);
+  put64(p + HO(sig_off), h->sig_off);
+  put64(p + HO(sig_add), h->sig_add);
+  put64(p + HO(mode_off), h->mode_off);
+  put32(p + HO(mode_bit), h->mode_bit);
+  put32(p + HO(reserved), h->reserved);
+}
+
+static void hdr_decode(const uint8_t *p, gin_tcp_hdr_t *h) {
+  h->magic = get32(p + HO(magic));
+  h->version = get16(p + HO(version));
+  h->op = p[HO(op)];
+  h->flags = p[HO(flags)];
+  h->dst_win = get32(p + HO(dst_win));
+  h->dst_gen = get32(p + HO(dst_gen));
+  h->dst_off = get64(p + HO(dst_off));
+  h->bytes = get64(p + HO(bytes));
+  h->sig_win = get32(p + HO(sig_win));
+  h->sig_gen = get32(p + HO(sig_gen));
+  h->sig_off = get64(p + HO(sig_off));
+  h->sig_add = get64(p + HO(sig_add));
+  h->mode_off = get64(p + HO(mode_off));
+  h->mode_bit = get32(p + HO(mode_bit));
+  h->reserved = get32(p + HO(reserved));
+}
+
+/* Checks [off, off+bytes) of window idx (generation gen at the sender),
+ * `align`-aligned, against the table. */
+static gin_result_t win_check(const gin_win_slot_t *wins, uint32_t nwins,
+                              const char *what, uint32_t idx, uint32_t gen,
+                              uint64_t off, uint64_t bytes, uint64_t align,
+                              char *why, size_t len) {
+  if (idx >= nwins)
+    return why_set(why, len, GIN_ERR_PROTOCOL,
+                   "%s window %u outside the table of %u", what, idx, nwins);
+  uint32_t g = __atomic_load_n(&wins[idx].gen, __ATOMIC_ACQUIRE);
+  int live = __atomic_load_n(&wins[idx].live, __ATOMIC_ACQUIRE);
+  int32_t ahead = (int32_t)(gen - g);
+  if (ahead > 0 || (ahead == 0 && !live))
+    return why_set(why, len, GIN_ERR_AGAIN,
+                   "%s window %u (generation %u) is not registered here", what,
+                   idx, gen);
+  if (ahead < 0)
+    return why_set(why, len, GIN_ERR_PROTOCOL,
+                   "%s window %u generation %u was deregistered (now %u)", what,
+                   idx, gen, g);
+  uint64_t size = wins[idx].size;
+  if (off > size || bytes > size - off)
+    return why_set(
+        why, len, GIN_ERR_PROTOCOL,
+        "%s offset %llu + %llu bytes is outside window %u of %llu bytes", what,
+        (unsigned long long)off, (unsigned long long)bytes, idx,
+        (unsigned long long)size);
+  if (off % align)
+    return why_set(why, len, GIN_ERR_PROTOCOL,
+                   "%s offset %llu is not %llu-byte aligned", what,
+                   (unsigned long long)off, (unsigned long long)align);
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_tcp_header_check(const void *buf, size_t len,
+                                  const gin_win_slot_t *wins, uint32_t nwins,
+                                  char *why, size_t why_len,
+                                  gin_tcp_hdr_t *out) {
+  if (!buf) return GIN_ERR_INVALID;
+  gin_result_t bad = GIN_ERR_PROTOCOL, res;
+  if (len != GIN_TCP_HDR_BYTES)
+    return why_set(why, why_len, bad, "header of %zu bytes, expected %d", len,
+                   GIN_TCP_HDR_BYTES);
+  gin_tcp_hdr_t h;
+  hdr_decode((const uint8_t *)buf, &h);
+  if (h.magic != GIN_TCP_HDR_MAGIC)
+    return why_set(why, why_len, bad, "bad magic 0x%08x", h.magic);
+  if (h.version != GIN_TCP_VERSION)
+    return why_set(why, why_len, bad, "wire version %u, expected %d", h.version,
+                   GIN_TCP_VERSION);
+  if (h.op < GIN_TCP_OP_PUT || h.op > GIN_TCP_OP_BYE)
+    return why_set(why, why_len, bad, "unknown operation %u", h.op);
+  if (h.flags & ~GIN_TCP_F_SIGNAL)
+    return why_set(why, why_len, bad, "unknown flags 0x%x", h.flags);
+  int sig = (h.flags & GIN_TCP_F_SIGNAL) != 0;
+  if (h.reserved ||
+      (h.op != GIN_TCP_OP_PUT &&
+       (h.dst_win || h.dst_gen || h.dst_off || h.bytes)) ||
+      (!sig && (h.sig_win || h.sig_gen || h.sig_off || h.sig_add ||
+                h.mode_off || h.mode_bit)))
+    return why_set(why, why_len, bad,
+                   "operation %u has fields it does not use set", h.op);
+  if ((h.op == GIN_TCP_OP_SIGNAL && !sig) || (h.op == GIN_TCP_OP_BYE && sig))
+    return why_set(why, why_len, bad, "operation %u %s a signal", h.op,
+                   sig ? "with" : "without");
+  if (h.bytes > GIN_TCP_MAX_CHUNK)
+    return why_set(why, why_len, bad, "%llu bytes in one chunk (at most %u)",
+                   (unsigned long long)h.bytes, GIN_TCP_MAX_CHUNK);
+  if (h.op == GIN_TCP_OP_PUT &&
+      (res = win_check(wins, nwins, "destination", h.dst_win, h.dst_gen,
+                       h.dst_off, h.bytes, 1, why, why_len)) != GIN_SUCCESS)
+    return res;
+  if (sig) {
+    if ((res = win_check(wins, nwins, "signal", h.sig_win, h.sig_gen, h.sig_off,
+                         8, 8, why, why_len)) != GIN_SUCCESS)
+      return res;
+    if (h.mode_off &&
+        (res = win_check(wins, nwins, "signal mode", h.sig_win, h.sig_gen,
+                         h.mode_off, 4, 4, why, why_len)) != GIN_SUCCESS)
+      return res;
+    if ((h.mode_off != 0) != (h.mode_bit == 1 || h.mode_bit == 2))
+      return why_set(why, why_len, bad, "mode bit %u at offset %llu",
+                     h.mode_bit, (unsigned long long)h.mode_off);
+  }
+  if (out) *out = h;
+  return GIN_SUCCESS;
+}

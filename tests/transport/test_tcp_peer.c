@@ -1,0 +1,463 @@
+/*
+ * tcp transport driven directly, between forked ranks joined by the real
+ * bootstrap, each with a minimal communicator (rank, size, timeout,
+ * bootstrap, unique id, window table). The tables may disagree on
+ * purpose, which a real job never does, to make one rank send what the
+ * other must refuse:
+ *   - a put outside the receiver's window, a signal outside its signal
+ *     window: GIN_ERR_PROTOCOL from progress naming the peer, not a byte
+ *     written, the connection closed (the sender sees GIN_ERR_REMOTE);
+ *   - a window the receiver registers late: applied once it is live;
+ *     never registered: GIN_ERR_PROTOCOL after the timeout;
+ *   - a peer that exits: GIN_ERR_REMOTE; one that calls fini: a clean
+ *     goodbye, later puts GIN_ERR_REMOTE;
+ *   - tcp use that is not symmetric: init fails on every rank;
+ *   - connections with bad hellos during init (a hand-driven rank 0):
+ *     refused while the right one is accepted, then a hand-encoded put;
+ *   - large puts through a 64 KiB send buffer (GIN_ERR_AGAIN, parts),
+ *     put_value, signal with mode, and puts to self.
+ * Exit 0 pass, 1 fail.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/bootstrap.h"
+#include "transport/tcp.h"
+#include "transport/transport.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, " (last error: %s)\n", gin_last_error());                \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+#define NWINS 4
+#define SIG_BYTES 256
+
+/* One rank's minimal communicator: window 0 data, 1 signals. */
+typedef struct rank_ctx {
+  struct gin_comm c;
+  gin_win_slot_t wins[NWINS];
+  const gin_transport_ops_t *ops;
+  void *st;
+} rank_ctx_t;
+
+/* Registers `size` bytes of a `alloc`-byte buffer filled with 0xee. */
+static void win_add(rank_ctx_t *r, int i, size_t size, size_t alloc, int live) {
+  r->wins[i].ptr = malloc(alloc);
+  memset(r->wins[i].ptr, 0xee, alloc);
+  if (i == 1) memset(r->wins[i].ptr, 0, alloc);
+  r->wins[i].size = size;
+  r->wins[i].gen = 1;
+  r->wins[i].live = live;
+}
+
+static int all_bytes(const void *p, int v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (((const uint8_t *)p)[i] != (uint8_t)v) return 0;
+  return 1;
+}
+
+static uint64_t sig_load(rank_ctx_t *r, int s) {
+  return __atomic_load_n((uint64_t *)r->wins[1].ptr + s, __ATOMIC_ACQUIRE);
+}
+
+/* Progress until signal s reaches want (s < 0: until an error) or ms pass;
+ * returns the first error, or GIN_SUCCESS. */
+static gin_result_t pump(rank_ctx_t *r, int s, uint64_t want, int ms) {
+  uint64_t end = gin_now_ns() + (uint64_t)ms * 1000000ull;
+  while (gin_now_ns() < end) {
+    gin_result_t res = r->ops->progress(r->st);
+    if (res != GIN_SUCCESS) return res;
+    if (s >= 0 && sig_load(r, s) >= want) return GIN_SUCCESS;
+    usleep(100);
+  }
+  return GIN_SUCCESS;
+}
+
+/* A put as the proxy issues it: retried with progress while AGAIN. */
+static gin_result_t put(rank_ctx_t *r, gin_xfer_t x) {
+  uint64_t end = gin_now_ns() + 10000000000ull;
+  gin_result_t res;
+  while ((res = r->ops->put(r->st, &x)) == GIN_ERR_AGAIN && gin_now_ns() < end)
+    r->ops->progress(r->st);
+  return res;
+}
+
+static gin_xfer_t xfer(int peer, const void *src, uint64_t bytes,
+                       uint64_t dst_off, int sig, uint64_t sig_off) {
+  gin_xfer_t x = {.op = GIN_OP_PUT,
+                  .peer = peer,
+                  .src = src,
+                  .bytes = bytes,
+                  .dst_win = 0,
+                  .dst_off = dst_off,
+                  .has_signal = sig,
+                  .sig_win = 1,
+                  .sig_off = sig_off,
+                  .sig_add = 1};
+  return x;
+}
+
+typedef void (*scenario_fn)(rank_ctx_t *r);
+
+/* Runs fn on nranks forked ranks; window sizes per rank from the
+ * scenario (fn sets them up before init via r->c.rank). */
+static int run(const char *name, int nranks, int64_t timeout_ms,
+               scenario_fn fn) {
+  static const uint8_t secret[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
+  gin_unique_id_t uid;
+  if (gin_bs_root_start(nranks, "127.0.0.1", 0, secret, 10000, &uid)) {
+    fprintf(stderr, "FAIL %s: bootstrap root: %s\n", name, gin_last_error());
+    return 1;
+  }
+  fflush(NULL);
+  pid_t pids[8];
+  for (int k = 0; k < nranks; k++) {
+    if ((pids[k] = fork()) != 0) continue;
+    alarm(30);
+    rank_ctx_t *r = calloc(1, sizeof *r);
+    r->c.rank = k;
+    r->c.nranks = nranks;
+    r->c.timeout_ms = timeout_ms;
+    r->c.uid = uid;
+    r->c.wins = r->wins;
+    r->c.max_windows = NWINS;
+    r->ops = gin_transport_get(GIN_TRANSPORT_TCP_ID);
+    if (gin_bs_init(&uid, k, nranks, 10000, &r->c.bs) != GIN_SUCCESS) {
+      fprintf(stderr, "FAIL %s: rank %d bootstrap: %s\n", name, k,
+              gin_last_error());
+      _exit(1);
+    }
+    fn(r);
+    fflush(NULL);
+    _exit(failures ? 1 : 0);
+  }
+  int bad = 0;
+  for (int k = 0; k < nranks; k++) {
+    int st = 0;
+    waitpid(pids[k], &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "FAIL %s: rank %d exited with status 0x%x\n", name, k,
+              st);
+      bad = 1;
+    }
+  }
+  printf("%-36s %s\n", name, bad ? "FAIL" : "ok");
+  return bad;
+}
+
+static gin_result_t init_all(rank_ctx_t *r) {
+  uint8_t use[8] = {0};
+  for (int k = 0; k < r->c.nranks; k++)
+    use[k] = k != r->c.rank;
+  return r->ops->init(&r->c, use, &r->st);
+}
+
+/* ------------------------------------------------------------ scenarios */
+
+/* Rank 0 believes window 0 is 64 KiB; rank 1 registered 4 KiB of it. */
+static void sc_put_outside(rank_ctx_t *r) {
+  win_add(r, 0, r->c.rank == 0 ? 65536 : 4096, 65536, 1);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  if (r->c.rank == 0) {
+    static uint8_t src[8192];
+    memset(src, 0x5a, sizeof src);
+    CHECK(put(r, xfer(1, src, sizeof src, 0, 1, 0)) == GIN_SUCCESS, "put");
+    gin_result_t res = pump(r, -1, 0, 5000);
+    CHECK(res == GIN_ERR_REMOTE && strstr(gin_last_error(), "peer 1"),
+          "sender sees the refusal as a closed connection: %d", res);
+    CHECK(put(r, xfer(1, src, 8, 0, 1, 0)) == GIN_ERR_REMOTE,
+          "later puts fail");
+  } else {
+    gin_result_t res = pump(r, -1, 0, 5000);
+    CHECK(res == GIN_ERR_PROTOCOL && strstr(gin_last_error(), "peer 0") &&
+              strstr(gin_last_error(), "outside window"),
+          "receiver reports the bad put: %d", res);
+    CHECK(all_bytes(r->wins[0].ptr, 0xee, 65536), "nothing written");
+    CHECK(sig_load(r, 0) == 0, "no signal");
+    CHECK(pump(r, -1, 0, 50) == GIN_SUCCESS, "reported once");
+  }
+  gin_bs_barrier(r->c.bs);
+  r->ops->fini(r->st);
+}
+
+/* Rank 0 believes the signal window is 4 KiB; rank 1 has SIG_BYTES. The
+ * put before it is fine and lands; the signal is refused. */
+static void sc_signal_outside(rank_ctx_t *r) {
+  win_add(r, 0, 4096, 4096, 1);
+  win_add(r, 1, r->c.rank == 0 ? 4096 : SIG_BYTES, 4096, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  if (r->c.rank == 0) {
+    static uint8_t src[64];
+    memset(src, 0x5a, sizeof src);
+    CHECK(put(r, xfer(1, src, 64, 0, 1, 0)) == GIN_SUCCESS, "good put");
+    gin_xfer_t x = {.op = GIN_OP_SIGNAL,
+                    .peer = 1,
+                    .has_signal = 1,
+                    .sig_win = 1,
+                    .sig_off = 2048,
+                    .sig_add = 1};
+    CHECK(put(r, x) == GIN_SUCCESS, "signal");
+    CHECK(pump(r, -1, 0, 5000) == GIN_ERR_REMOTE, "sender sees the close");
+  } else {
+    gin_result_t res = pump(r, -1, 0, 5000);
+    CHECK(res == GIN_ERR_PROTOCOL &&
+              strstr(gin_last_error(), "signal offset 2048"),
+          "receiver reports the bad signal: %d", res);
+    CHECK(all_bytes(r->wins[0].ptr, 0x5a, 64) && sig_load(r, 0) == 1,
+          "the good put before it was applied");
+    CHECK(all_bytes((uint8_t *)r->wins[1].ptr + SIG_BYTES, 0, 4096 - SIG_BYTES),
+          "nothing written past the signal window");
+  }
+  gin_bs_barrier(r->c.bs);
+  r->ops->fini(r->st);
+}
+
+/* Rank 1 registers window 0 only after the put arrived: it waits. */
+static void sc_late_window(rank_ctx_t *r) {
+  win_add(r, 0, 4096, 4096, r->c.rank == 0);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  if (r->c.rank == 0) {
+    static uint8_t src[100];
+    memset(src, 0x5a, sizeof src);
+    CHECK(put(r, xfer(1, src, 100, 10, 1, 8)) == GIN_SUCCESS, "put");
+    CHECK(pump(r, -1, 0, 100) == GIN_SUCCESS, "progress");
+  } else {
+    CHECK(pump(r, -1, 0, 300) == GIN_SUCCESS, "waiting is no error");
+    CHECK(sig_load(r, 1) == 0 && all_bytes(r->wins[0].ptr, 0xee, 4096),
+          "nothing applied before registration");
+    __atomic_store_n(&r->wins[0].live, 1, __ATOMIC_RELEASE);
+    CHECK(pump(r, 1, 1, 5000) == GIN_SUCCESS && sig_load(r, 1) == 1,
+          "applied after registration");
+    CHECK(all_bytes((uint8_t *)r->wins[0].ptr + 10, 0x5a, 100) &&
+              all_bytes(r->wins[0].ptr, 0xee, 10),
+          "payload in place");
+  }
+  gin_bs_barrier(r->c.bs);
+  r->ops->fini(r->st);
+}
+
+/* Rank 1 never registers window 0: refused after the timeout (400 ms). */
+static void sc_never_registered(rank_ctx_t *r) {
+  win_add(r, 0, 4096, 4096, r->c.rank == 0);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  if (r->c.rank == 0) {
+    static uint8_t src[100];
+    CHECK(put(r, xfer(1, src, 100, 0, 1, 0)) == GIN_SUCCESS, "put");
+  } else {
+    uint64_t t0 = gin_now_ns();
+    gin_result_t res = pump(r, -1, 0, 5000);
+    double ms = (double)(gin_now_ns() - t0) / 1e6;
+    CHECK(res == GIN_ERR_PROTOCOL && strstr(gin_last_error(), "not registered"),
+          "refused: %d", res);
+    CHECK(ms >= 400 && ms < 3000, "after the timeout (%.0f ms)", ms);
+  }
+  gin_bs_barrier(r->c.bs);
+  r->ops->fini(r->st);
+}
+
+/* Rank 1 exits without fini; then a second job where it says goodbye. */
+static void sc_peer_exits(rank_ctx_t *r) {
+  win_add(r, 0, 4096, 4096, 1);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  gin_bs_barrier(r->c.bs);
+  if (r->c.rank == 1) _exit(failures ? 1 : 0);
+  gin_result_t res = pump(r, -1, 0, 5000);
+  CHECK(res == GIN_ERR_REMOTE && strstr(gin_last_error(), "rank 1 closed"),
+        "exit noticed: %d", res);
+  static uint8_t src[8];
+  CHECK(put(r, xfer(1, src, 8, 0, 0, 0)) == GIN_ERR_REMOTE, "put fails");
+  r->ops->fini(r->st);
+}
+
+static void sc_goodbye(rank_ctx_t *r) {
+  win_add(r, 0, 4096, 4096, 1);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  gin_bs_barrier(r->c.bs);
+  if (r->c.rank == 1) {
+    r->ops->fini(r->st);
+    return;
+  }
+  CHECK(pump(r, -1, 0, 300) == GIN_SUCCESS, "a goodbye is no error");
+  static uint8_t src[8];
+  CHECK(put(r, xfer(1, src, 8, 0, 0, 0)) == GIN_ERR_REMOTE &&
+            strstr(gin_last_error(), "destroyed"),
+        "put after the goodbye");
+  r->ops->fini(r->st);
+}
+
+/* Rank 0 would use tcp with rank 1, rank 1 not with rank 0. */
+static void sc_asymmetric(rank_ctx_t *r) {
+  win_add(r, 0, 4096, 4096, 1);
+  uint8_t use[2] = {0, r->c.rank == 0};
+  gin_result_t res = r->ops->init(&r->c, use, &r->st);
+  CHECK(res == GIN_ERR_INVALID && strstr(gin_last_error(), "other way"),
+        "init refused on rank %d: %d", r->c.rank, res);
+}
+
+/* Rank 0 is driven by hand: it joins the all-gather with tcp.c's entry
+ * layout (status i32, family u16, port u16, addr[16], then a bit per rank
+ * it uses tcp with), knocks on rank 1 with bad hellos, then says the right
+ * one and sends a put by hand. Rank 1 runs the real init. */
+static int knock(const uint8_t *entry, const void *bytes, size_t len) {
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_port = htons((uint16_t)(entry[6] | entry[7] << 8));
+  memcpy(&a.sin_addr, entry + 8, 4);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) return -1;
+  if (len && send(fd, bytes, len, MSG_NOSIGNAL) != (ssize_t)len) return -1;
+  return fd;
+}
+
+static int closed_by_peer(int fd) {
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char b;
+  return recv(fd, &b, 1, 0) <= 0;
+}
+
+static void sc_bad_hellos(rank_ctx_t *r) {
+  win_add(r, 0, 4096, 4096, 1);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  if (r->c.rank == 1) {
+    CHECK(init_all(r) == GIN_SUCCESS, "init despite the bad knocks");
+    CHECK(pump(r, 0, 1, 5000) == GIN_SUCCESS && sig_load(r, 0) == 1,
+          "hand-encoded put applied");
+    CHECK(all_bytes((uint8_t *)r->wins[0].ptr + 64, 0x42, 16) &&
+              all_bytes(r->wins[0].ptr, 0xee, 64),
+          "its payload in place");
+    gin_bs_barrier(r->c.bs);
+    r->ops->fini(r->st);
+    return;
+  }
+  uint8_t all[2][32];
+  memset(all, 0, sizeof all);
+  all[0][24] = 1u << 1; /* rank 0 uses tcp with rank 1 */
+  CHECK(gin_bs_allgather(r->c.bs, all, 32) == GIN_SUCCESS, "all-gather");
+  gin_bs_uid_t u;
+  memcpy(&u, r->c.uid.bytes, sizeof u);
+  gin_tcp_hello_t h = {.magic = GIN_TCP_HELLO_MAGIC,
+                       .version = GIN_TCP_VERSION,
+                       .rank = 0,
+                       .nranks = 2};
+  memcpy(h.secret, u.secret, 16);
+  uint8_t good[GIN_TCP_HELLO_BYTES], bad[GIN_TCP_HELLO_BYTES];
+  gin_tcp_hello_encode(&h, good);
+  int fds[6], nf = 0;
+  fds[nf++] = knock(all[1], NULL, 0); /* silent */
+  fds[nf++] = knock(all[1], "not a hello", 11);
+  h.secret[3] ^= 1;
+  gin_tcp_hello_encode(&h, bad);
+  fds[nf++] = knock(all[1], bad, sizeof bad); /* wrong secret */
+  h.secret[3] ^= 1;
+  h.version = 99;
+  gin_tcp_hello_encode(&h, bad);
+  fds[nf++] = knock(all[1], bad, sizeof bad); /* wrong version */
+  h.version = GIN_TCP_VERSION;
+  h.rank = 1;
+  gin_tcp_hello_encode(&h, bad);
+  fds[nf++] = knock(all[1], bad, sizeof bad); /* not a lower rank */
+  usleep(200000);                             /* refused before... */
+  int fd = knock(all[1], good, sizeof good);  /* ...the real one */
+  for (int i = 0; i < nf; i++)
+    CHECK(fds[i] >= 0 && closed_by_peer(fds[i]), "knock %d refused", i);
+  gin_tcp_hdr_t op = {.magic = GIN_TCP_HDR_MAGIC,
+                      .version = GIN_TCP_VERSION,
+                      .op = GIN_TCP_OP_PUT,
+                      .flags = GIN_TCP_F_SIGNAL,
+                      .dst_gen = 1,
+                      .dst_off = 64,
+                      .bytes = 16,
+                      .sig_win = 1,
+                      .sig_gen = 1,
+                      .sig_add = 1};
+  uint8_t msg[GIN_TCP_HDR_BYTES + 16];
+  gin_tcp_hdr_encode(&op, msg);
+  memset(msg + GIN_TCP_HDR_BYTES, 0x42, 16);
+  CHECK(fd >= 0 && send(fd, msg, sizeof msg, MSG_NOSIGNAL) == sizeof msg,
+        "hand-encoded put sent");
+  gin_bs_barrier(r->c.bs);
+  for (int i = 0; i < nf; i++)
+    close(fds[i]);
+  close(fd);
+}
+
+/* 3 ranks: 5 MiB puts in both directions through 64 KiB send buffers,
+ * put_value, a signal with its mode word, a put to self. */
+#define BIG (5u << 20)
+static void sc_traffic(rank_ctx_t *r) {
+  int me = r->c.rank, n = r->c.nranks;
+  win_add(r, 0, (size_t)n * BIG, (size_t)n * BIG, 1);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  uint8_t *src = malloc(BIG);
+  for (size_t i = 0; i < BIG; i++)
+    src[i] = (uint8_t)(i * 31 + me);
+  for (int p = 0; p < n; p++) {
+    gin_xfer_t x = xfer(p, src, BIG, (size_t)me * BIG, 1, 8 * (size_t)me);
+    x.mode_off = 128 + 4 * (size_t)me;
+    x.mode_bit = 1;
+    CHECK(put(r, x) == GIN_SUCCESS, "big put to %d", p);
+    gin_xfer_t v = {.op = GIN_OP_PUT_VALUE,
+                    .peer = p,
+                    .bytes = 8,
+                    .value = 0x1122334455667788ull + (uint64_t)me,
+                    .dst_win = 0,
+                    .dst_off = (size_t)me * BIG,
+                    .has_signal = 1,
+                    .sig_win = 1,
+                    .sig_off = 64,
+                    .sig_add = 10};
+    CHECK(put(r, v) == GIN_SUCCESS, "put_value to %d", p);
+  }
+  CHECK(pump(r, 8, 10 * (uint64_t)n, 10000) == GIN_SUCCESS &&
+            sig_load(r, 8) == 10 * (uint64_t)n,
+        "all put_values arrived");
+  for (int p = 0; p < n; p++) {
+    const uint8_t *got = (const uint8_t *)r->wins[0].ptr + (size_t)p * BIG;
+    uint64_t v = 0x1122334455667788ull + (uint64_t)p;
+    int ok = sig_load(r, p) == 1 && memcmp(got, &v, 8) == 0;
+    for (size_t i = 8; ok && i < BIG; i++)
+      ok = got[i] == (uint8_t)(i * 31 + p);
+    uint32_t mode = ((uint32_t *)r->wins[1].ptr)[32 + p];
+    CHECK(ok && mode == 1, "data, signal and mode from rank %d", p);
+  }
+  free(src);
+  gin_bs_barrier(r->c.bs);
+  r->ops->fini(r->st);
+}
+
+int main(void) {
+  setenv("GIN_TCP_SEND_BUFFER", "65536", 1);
+  int bad = 0;
+  bad |= run("put outside the window", 2, 5000, sc_put_outside);
+  bad |= run("signal outside the window", 2, 5000, sc_signal_outside);
+  bad |= run("window registered late", 2, 5000, sc_late_window);
+  bad |= run("window never registered", 2, 400, sc_never_registered);
+  bad |= run("peer exits", 2, 5000, sc_peer_exits);
+  bad |= run("peer says goodbye", 2, 5000, sc_goodbye);
+  bad |= run("asymmetric tcp use", 2, 5000, sc_asymmetric);
+  bad |= run("bad hellos refused", 2, 5000, sc_bad_hellos);
+  bad |= run("traffic: big, value, mode, self", 3, 10000, sc_traffic);
+  printf("tcp peer: %s\n", bad ? "FAILED" : "passed");
+  return bad;
+}
