@@ -16,11 +16,8 @@
  * non-blocking and sends use MSG_NOSIGNAL.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,6 +31,7 @@
 
 #include "bootstrap.h"
 #include "core.h"
+#include "net.h"
 
 #define BS_HELLO_BYTES 52
 #define BS_REPLY_BYTES 24
@@ -61,19 +59,13 @@ enum bs_reason {
   BS_DUP
 };
 
-typedef struct bs_addr {
-  uint16_t family;
-  uint16_t port; /* host order */
-  uint8_t addr[16];
-} bs_addr_t;
-
 struct gin_bs {
   int rank, nranks;
   int64_t timeout_ms;
   int next_fd, prev_fd; /* ring: send to rank+1, receive from rank-1 */
   uint32_t seq;         /* collectives so far, checked against the peer */
   int broken;           /* a collective failed: the ring is unusable */
-  bs_addr_t next_addr, prev_addr;
+  gin_net_addr_t next_addr, prev_addr;
 };
 
 /* ------------------------------------------------------------- wire */
@@ -193,50 +185,8 @@ gin_result_t gin_bs_hello_check(const void *buf, size_t len,
 
 /* ------------------------------------------------------------ sockets */
 
-static socklen_t bs_addr_to_sockaddr(const bs_addr_t *a,
-                                     struct sockaddr_storage *ss) {
-  memset(ss, 0, sizeof *ss);
-  if (a->family == AF_INET6) {
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons(a->port);
-    memcpy(&s6->sin6_addr, a->addr, 16);
-    return sizeof *s6;
-  }
-  struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-  s4->sin_family = AF_INET;
-  s4->sin_port = htons(a->port);
-  memcpy(&s4->sin_addr, a->addr, 4);
-  return sizeof *s4;
-}
-
-static int bs_addr_from_sockaddr(const struct sockaddr *sa, bs_addr_t *a) {
-  memset(a, 0, sizeof *a);
-  if (sa->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-    a->port = ntohs(s6->sin6_port);
-    memcpy(a->addr, &s6->sin6_addr, 16);
-  } else if (sa->sa_family == AF_INET) {
-    const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-    a->port = ntohs(s4->sin_port);
-    memcpy(a->addr, &s4->sin_addr, 4);
-  } else {
-    return -1;
-  }
-  a->family = sa->sa_family;
-  return 0;
-}
-
-static const char *bs_addr_str(const bs_addr_t *a, char *buf, size_t len) {
-  char ip[INET6_ADDRSTRLEN] = "?";
-  int v6 = a->family == AF_INET6;
-  inet_ntop(v6 ? AF_INET6 : AF_INET, a->addr, ip, sizeof ip);
-  snprintf(buf, len, v6 ? "[%s]:%u" : "%s:%u", ip, a->port);
-  return buf;
-}
-
 /* Resolves a numeric address or a host name ("[v6]" accepted). */
-static int bs_resolve(const char *host, int port, bs_addr_t *out,
+static int bs_resolve(const char *host, int port, gin_net_addr_t *out,
                       const char **why) {
   char name[256];
   size_t n = strlen(host);
@@ -249,7 +199,8 @@ static int bs_resolve(const char *host, int port, bs_addr_t *out,
   int rc = getaddrinfo(name, NULL, &hints, &res), found = -1;
   *why = rc ? gai_strerror(rc) : "no IPv4 or IPv6 address";
   for (struct addrinfo *ai = rc ? NULL : res; ai && found < 0; ai = ai->ai_next)
-    found = bs_addr_from_sockaddr(ai->ai_addr, out);
+    found =
+        gin_net_addr_from_sockaddr(ai->ai_addr, out) == GIN_SUCCESS ? 0 : -1;
   if (res) freeaddrinfo(res);
   out->port = (uint16_t)port;
   return found;
@@ -259,30 +210,22 @@ static uint64_t bs_deadline(int64_t timeout_ms) {
   return gin_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
-/* Milliseconds left until the deadline, rounded up (for poll). */
-static int bs_remaining_ms(uint64_t deadline_ns) {
-  uint64_t now = gin_now_ns();
-  if (now >= deadline_ns) return 0;
-  uint64_t ms = (deadline_ns - now + 999999) / 1000000;
-  return ms > 1000000000 ? 1000000000 : (int)ms;
-}
-
 static int bs_again(void) {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
 /* Opens a non-blocking listening socket on a (port 0: any); writes the
  * bound address to *bound. Returns the fd, or -1 with errno set. */
-static int bs_listen(const bs_addr_t *a, bs_addr_t *bound) {
+static int bs_listen(const gin_net_addr_t *a, gin_net_addr_t *bound) {
   struct sockaddr_storage ss;
-  socklen_t sl = bs_addr_to_sockaddr(a, &ss);
+  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
   int one = 1,
       fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(fd, (struct sockaddr *)&ss, sl) == 0 && listen(fd, SOMAXCONN) == 0 &&
       getsockname(fd, (struct sockaddr *)&ss, &(socklen_t){sizeof ss}) == 0 &&
-      bs_addr_from_sockaddr((struct sockaddr *)&ss, bound) == 0)
+      gin_net_addr_from_sockaddr((struct sockaddr *)&ss, bound) == GIN_SUCCESS)
     return fd;
   int e = errno;
   close(fd);
@@ -298,22 +241,23 @@ static int bs_retryable(int err) {
 
 /* Connects to a, retrying until the deadline. Returns a non-blocking fd
  * with TCP_NODELAY, or -1 with *err_out set. */
-static int bs_connect(const bs_addr_t *a, uint64_t deadline, int *err_out) {
+static int bs_connect(const gin_net_addr_t *a, uint64_t deadline,
+                      int *err_out) {
   struct sockaddr_storage ss;
-  socklen_t sl = bs_addr_to_sockaddr(a, &ss);
-  int err, one = 1;
+  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
+  int err;
   for (;;) {
     int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       *err_out = errno;
       return -1;
     }
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    gin_net_set_nodelay(fd);
     if (connect(fd, (struct sockaddr *)&ss, sl) == 0) return fd;
     err = errno;
     if (err == EINPROGRESS) {
       struct pollfd p = {.fd = fd, .events = POLLOUT};
-      int n = poll(&p, 1, bs_remaining_ms(deadline));
+      int n = poll(&p, 1, gin_net_poll_timeout_ms(deadline));
       if (n > 0 &&
           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err,
                      &(socklen_t){sizeof err}) == 0 &&
@@ -322,7 +266,7 @@ static int bs_connect(const bs_addr_t *a, uint64_t deadline, int *err_out) {
       err = n == 0 ? ETIMEDOUT : n < 0 ? errno : err;
     }
     close(fd);
-    int left = bs_remaining_ms(deadline);
+    int left = gin_net_poll_timeout_ms(deadline);
     if (!bs_retryable(err) || left == 0) break;
     int ms = left < BS_RETRY_MS ? left : BS_RETRY_MS;
     nanosleep(&(struct timespec){0, (long)ms * 1000000L}, NULL);
@@ -346,7 +290,7 @@ static int bs_io_all(int fd, void *buf, size_t len, int dir_send,
     if (n == 0 && !dir_send) return BS_IO_EOF;
     if (n < 0 && !bs_again()) return errno;
     struct pollfd pfd = {.fd = fd, .events = dir_send ? POLLOUT : POLLIN};
-    int left = bs_remaining_ms(deadline);
+    int left = gin_net_poll_timeout_ms(deadline);
     if (left == 0) return BS_IO_TIMEOUT;
     if (poll(&pfd, 1, left) < 0 && errno != EINTR) return errno;
   }
@@ -416,11 +360,11 @@ static void bs_acceptor_add(bs_acceptor_t *a, int fd,
     bs_pending_drop(a, old, 1);
   }
   bs_pending_t *p = &a->pend[a->npend++];
-  bs_addr_t pa;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+  gin_net_addr_t pa;
+  gin_net_set_nodelay(fd);
   *p = (bs_pending_t){.fd = fd, .deadline_ns = bs_deadline(BS_HELLO_WAIT_MS)};
-  if (bs_addr_from_sockaddr(sa, &pa) == 0)
-    bs_addr_str(&pa, p->peer, sizeof p->peer);
+  if (gin_net_addr_from_sockaddr(sa, &pa) == GIN_SUCCESS)
+    gin_net_addr_str(&pa, p->peer, sizeof p->peer);
   else
     snprintf(p->peer, sizeof p->peer, "unknown peer");
 }
@@ -484,7 +428,7 @@ static gin_result_t bs_accept_hello(bs_acceptor_t *a, uint64_t deadline,
     pfd[0] = (struct pollfd){.fd = a->lfd, .events = POLLIN};
     for (int i = 0; i < np; i++)
       pfd[i + 1] = (struct pollfd){.fd = a->pend[i].fd, .events = POLLIN};
-    int n = poll(pfd, (nfds_t)np + 1, bs_remaining_ms(wake));
+    int n = poll(pfd, (nfds_t)np + 1, gin_net_poll_timeout_ms(wake));
     if (n < 0 && errno != EINTR)
       return GIN_ERROR(GIN_ERR_SYSTEM, "%s: poll: %s", a->who, strerror(errno));
     if (n <= 0) continue;
@@ -515,8 +459,8 @@ typedef struct bs_root {
   int nranks;
   int64_t timeout_ms;
   uint64_t deadline_ns;
-  int *fds;        /* per rank; -1 until it joined */
-  bs_addr_t *addr; /* per rank: its listen address */
+  int *fds;             /* per rank; -1 until it joined */
+  gin_net_addr_t *addr; /* per rank: its listen address */
 } bs_root_t;
 
 /* Sends msg to every rank that joined. */
@@ -586,7 +530,7 @@ static void *bs_root_main(void *arg) {
       continue;
     }
     root->fds[h.rank] = fd;
-    root->addr[h.rank] = (bs_addr_t){.family = h.family, .port = h.port};
+    root->addr[h.rank] = (gin_net_addr_t){.family = h.family, .port = h.port};
     memcpy(root->addr[h.rank].addr, h.addr, 16);
     joined++;
     GIN_TRACE(BOOTSTRAP, "%s: rank %d joined from %s (%d of %d)", root->acc.who,
@@ -632,7 +576,7 @@ gin_result_t gin_bs_root_start(int nranks, const char *addr, int port,
   GIN_ARG_CHECK(timeout_ms > 0, "bootstrap root: timeout %lld ms must be > 0",
                 (long long)timeout_ms);
   gin_result_t res;
-  bs_addr_t want, bound;
+  gin_net_addr_t want, bound;
   const char *why;
   char astr[BS_ADDRSTR];
   if (bs_resolve(addr, port, &want, &why) != 0)
@@ -641,13 +585,13 @@ gin_result_t gin_bs_root_start(int nranks, const char *addr, int port,
                      why);
   int lfd = bs_listen(&want, &bound);
   if (lfd < 0)
-    return GIN_ERROR(GIN_ERR_SYSTEM,
-                     "bootstrap root: cannot listen on %s: %s%s",
-                     bs_addr_str(&want, astr, sizeof astr), strerror(errno),
-                     port ? " (choose another GIN_ROOT_PORT)" : "");
+    return GIN_ERROR(
+        GIN_ERR_SYSTEM, "bootstrap root: cannot listen on %s: %s%s",
+        gin_net_addr_str(&want, astr, sizeof astr), strerror(errno),
+        port ? " (choose another GIN_ROOT_PORT)" : "");
   bs_root_t *root = calloc(1, sizeof *root);
   int *fds = malloc(sizeof *fds * (size_t)nranks);
-  bs_addr_t *addrs = calloc((size_t)nranks, sizeof *addrs);
+  gin_net_addr_t *addrs = calloc((size_t)nranks, sizeof *addrs);
   if (!root || !fds || !addrs) {
     res = GIN_ERROR(GIN_ERR_NOMEM, "bootstrap root: out of memory for %d ranks",
                     nranks);
@@ -665,7 +609,7 @@ gin_result_t gin_bs_root_start(int nranks, const char *addr, int port,
   root->acc.nranks = nranks;
   root->acc.reply = 1;
   memcpy(root->acc.secret, secret, 16);
-  bs_addr_str(&bound, astr, sizeof astr);
+  gin_net_addr_str(&bound, astr, sizeof astr);
   snprintf(root->acc.who, sizeof root->acc.who, "bootstrap root %s", astr);
 
   gin_bs_uid_t u = {.magic = GIN_BS_MAGIC,
@@ -702,8 +646,8 @@ err_free:
 /* Registers with the root: sends the hello, receives every rank's listen
  * address into addrs (nranks entries). */
 static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
-                                const gin_bs_hello_t *hello, bs_addr_t *addrs,
-                                uint64_t deadline) {
+                                const gin_bs_hello_t *hello,
+                                gin_net_addr_t *addrs, uint64_t deadline) {
   char what[160], why[96];
   int n = bs->nranks, io;
   uint8_t msg[BS_HELLO_BYTES]; /* the hello, then the reply header */
@@ -765,13 +709,14 @@ static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
 /* Connects the ring: to rank+1, and accepts rank-1 on lfd. */
 static gin_result_t bs_ring_connect(gin_bs_t *bs, int lfd,
                                     const gin_bs_hello_t *hello,
-                                    const bs_addr_t *addrs, uint64_t deadline) {
+                                    const gin_net_addr_t *addrs,
+                                    uint64_t deadline) {
   int n = bs->nranks, next = (bs->rank + 1) % n, prev = (bs->rank + n - 1) % n;
   char nstr[BS_ADDRSTR], pstr[BS_ADDRSTR], what[160];
   bs->next_addr = addrs[next];
   bs->prev_addr = addrs[prev];
-  bs_addr_str(&addrs[next], nstr, sizeof nstr);
-  bs_addr_str(&addrs[prev], pstr, sizeof pstr);
+  gin_net_addr_str(&addrs[next], nstr, sizeof nstr);
+  gin_net_addr_str(&addrs[prev], pstr, sizeof pstr);
   int err = 0;
   bs->next_fd = bs_connect(&addrs[next], deadline, &err);
   if (bs->next_fd < 0)
@@ -823,10 +768,11 @@ static gin_result_t bs_ring_connect(gin_bs_t *bs, int lfd,
 static gin_result_t bs_join(gin_bs_t *bs, const gin_bs_uid_t *u,
                             uint64_t deadline) {
   gin_result_t res;
-  bs_addr_t root = {.family = u->family, .port = u->port}, me, *addrs = NULL;
+  gin_net_addr_t root = {.family = u->family, .port = u->port}, me,
+                 *addrs = NULL;
   memcpy(root.addr, u->addr, 16);
   char rstr[BS_ADDRSTR], mstr[BS_ADDRSTR];
-  bs_addr_str(&root, rstr, sizeof rstr);
+  gin_net_addr_str(&root, rstr, sizeof rstr);
   int err = 0, lfd = -1, rfd = bs_connect(&root, deadline, &err);
   if (rfd < 0)
     return GIN_ERROR(bs_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
@@ -836,7 +782,7 @@ static gin_result_t bs_join(gin_bs_t *bs, const gin_bs_uid_t *u,
   /* Listen on the local address that reaches the root. */
   struct sockaddr_storage ss;
   if (getsockname(rfd, (struct sockaddr *)&ss, &(socklen_t){sizeof ss}) != 0 ||
-      bs_addr_from_sockaddr((struct sockaddr *)&ss, &me) != 0) {
+      gin_net_addr_from_sockaddr((struct sockaddr *)&ss, &me) != GIN_SUCCESS) {
     res = GIN_ERROR(GIN_ERR_SYSTEM, "bootstrap: rank %d: getsockname: %s",
                     bs->rank, strerror(errno));
     goto out_close_root;
@@ -845,7 +791,7 @@ static gin_result_t bs_join(gin_bs_t *bs, const gin_bs_uid_t *u,
   if (bs->nranks > 1 && (lfd = bs_listen(&me, &me)) < 0) {
     res = GIN_ERROR(GIN_ERR_SYSTEM,
                     "bootstrap: rank %d cannot listen on %s: %s", bs->rank,
-                    bs_addr_str(&me, mstr, sizeof mstr), strerror(errno));
+                    gin_net_addr_str(&me, mstr, sizeof mstr), strerror(errno));
     goto out_close_root;
   }
   if (!(addrs = calloc((size_t)bs->nranks, sizeof *addrs))) {
@@ -946,9 +892,9 @@ bs_coll_fail(bs_coll_t *c, gin_result_t res, const char *fmt, ...) {
                   "to rank %d at %s, received %zu of %zu from rank %d at %s)",
                   c->seq, bs->rank, msg, c->sp, c->total,
                   (bs->rank + 1) % bs->nranks,
-                  bs_addr_str(&bs->next_addr, nstr, sizeof nstr), c->rp,
+                  gin_net_addr_str(&bs->next_addr, nstr, sizeof nstr), c->rp,
                   c->total, (bs->rank + bs->nranks - 1) % bs->nranks,
-                  bs_addr_str(&bs->prev_addr, pstr, sizeof pstr));
+                  gin_net_addr_str(&bs->prev_addr, pstr, sizeof pstr));
   bs->broken = 1;
   shutdown(bs->next_fd, SHUT_RDWR);
   shutdown(bs->prev_fd, SHUT_RDWR);
@@ -1046,7 +992,7 @@ gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes) {
     struct pollfd pfd[2] = {
         {.fd = want_send ? bs->next_fd : -1, .events = POLLOUT},
         {.fd = want_recv ? bs->prev_fd : -1, .events = POLLIN}};
-    int left = bs_remaining_ms(deadline);
+    int left = gin_net_poll_timeout_ms(deadline);
     int np = left ? poll(pfd, 2, left) : 0;
     if (np == 0)
       return bs_coll_fail(&c, GIN_ERR_TIMEOUT, "no progress within %lld ms",

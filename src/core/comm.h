@@ -122,6 +122,8 @@ struct gin_proxy;
 struct gin_proxy_ring;
 gin_result_t gin_proxy_attach(gin_comm_t comm);
 void gin_proxy_detach(gin_comm_t comm);
+/* Waits (bounded) until the proxy consumed everything kernels posted. */
+gin_result_t gin_proxy_quiesce(gin_comm_t comm);
 gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
                                     uint32_t sig_win, int nsig_total,
                                     uint64_t *counters_host,

@@ -206,6 +206,8 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
                      "gin_devcomm_destroy: device communicator %llu is not "
                      "live on this communicator (destroyed twice?)",
                      (unsigned long long)dcomm->id);
+  /* Its rings may still hold descriptors: let the proxy consume them. */
+  GIN_CHECK(gin_proxy_quiesce(comm));
   gin_devcomm_res_t *d = *pp;
   *pp = d->next;
   res_free(comm, d, 1);

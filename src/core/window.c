@@ -198,10 +198,11 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
     res = slot_map(c, w, recs);
   }
   if (res == GIN_SUCCESS) {
-    w->live = 1;
+    /* Proxy threads read the slot concurrently: live last, with release. */
+    __atomic_store_n(&w->live, 1, __ATOMIC_RELEASE);
     res = slot_publish(c, slot);
     if (res != GIN_SUCCESS) {
-      w->live = 0;
+      __atomic_store_n(&w->live, 0, __ATOMIC_RELEASE);
       slot_unmap(c, w);
     }
   }
@@ -227,10 +228,10 @@ static gin_result_t slot_retire(gin_comm_t c, uint32_t i) {
   gin_alloc_info_t info;
   if (!w->host_kind && gin_mem_lookup_(w->ptr, w->size, &info) == GIN_SUCCESS)
     gin_mem_ref_(info.base, -1);
+  __atomic_store_n(&w->live, 0, __ATOMIC_RELEASE);
   slot_unmap(c, w);
-  w->live = 0;
-  w->gen++;
-  if (w->gen == 0) w->gen = 1;
+  uint32_t gen = w->gen + 1;
+  __atomic_store_n(&w->gen, gen ? gen : 1, __ATOMIC_RELEASE);
   w->ptr = NULL;
   w->hptr = NULL;
   w->host_kind = 0;
@@ -249,6 +250,8 @@ gin_result_t gin_window_deregister_(gin_comm_t c, gin_window_t win,
                       "gin_window_deregister: rank %d: {idx %u, gen %u} is not "
                       "a live window (deregistered twice?)",
                       c->rank, win.idx, win.gen);
+  /* Descriptors kernels posted before may still name this window. */
+  if (local == GIN_SUCCESS) local = gin_proxy_quiesce(c);
   st[c->rank] = local;
   /* Collective: nobody unmaps while a peer may still be registering. */
   gin_result_t res = gin_bs_allgather(c->bs, st, sizeof *st);

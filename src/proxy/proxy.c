@@ -71,8 +71,9 @@ static void proxy_fail(gin_comm_t c, int kind, int64_t peer, int64_t id,
 static int win_ok(gin_comm_t c, uint32_t v, uint64_t off, uint64_t bytes,
                   const char *what, char *msg, size_t len) {
   uint32_t idx = GIN_DESC_WIN_IDX(v), gen = GIN_DESC_WIN_GEN(v);
-  if (idx >= c->max_windows || !c->wins[idx].live ||
-      (c->wins[idx].gen & 0xffffu) != gen) {
+  if (idx >= c->max_windows ||
+      !__atomic_load_n(&c->wins[idx].live, __ATOMIC_ACQUIRE) ||
+      (__atomic_load_n(&c->wins[idx].gen, __ATOMIC_ACQUIRE) & 0xffffu) != gen) {
     snprintf(msg, len, "%s window {idx %u, gen %u} is not registered", what,
              idx, gen);
     return 0;
@@ -176,7 +177,7 @@ static gin_result_t proxy_issue(struct gin_proxy *px, const gin_xfer_t *x) {
   for (;;) {
     gin_result_t res = ops->put(px->state[t], x);
     if (res != GIN_ERR_AGAIN) return res;
-    ops->progress(px->state[t]);
+    GIN_CHECK(ops->progress(px->state[t]));
     if (__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE))
       return GIN_ERROR(GIN_ERR_ABORTED, "proxy: communicator aborted");
     if (gin_now_ns() > deadline)
@@ -231,9 +232,19 @@ static void *proxy_main(void *p) {
     for (gin_proxy_ring_t *r = px->rings; r; r = r->next_ring)
       if (r->thread == ta->idx) did += ring_drain(px, r);
     pthread_mutex_unlock(&px->lock);
-    if (ta->idx == 0)
-      for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
-        if (px->ops[t]) px->ops[t]->progress(px->state[t]);
+    /* The receiving side: a transport that fails (a peer died, sent a bad
+     * operation) aborts the communicator, so nobody waits for what it
+     * will never deliver. */
+    if (ta->idx == 0 && !__atomic_load_n(&px->comm->ctrl->abort, __ATOMIC_ACQUIRE))
+      for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
+        if (!px->ops[t] || px->ops[t]->progress(px->state[t]) == GIN_SUCCESS)
+          continue;
+        char full[256];
+        snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
+                 gin_last_error());
+        proxy_fail(px->comm, GIN_DEVERR_TRANSPORT, -1, -1, 0, 0, full);
+        break;
+      }
     if (did) {
       idle = 0;
     } else if (!px->busy && ++idle > 256) {
@@ -307,6 +318,34 @@ free_proxy:
   pthread_mutex_destroy(&px->lock);
   free(px);
   return res;
+}
+
+gin_result_t gin_proxy_quiesce(gin_comm_t c) {
+  struct gin_proxy *px = c->proxy;
+  if (!px) return GIN_SUCCESS;
+  uint64_t deadline = gin_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  pthread_mutex_lock(&px->lock);
+  gin_proxy_ring_t *r = px->rings;
+  pthread_mutex_unlock(&px->lock);
+  /* Rings are only unlinked by this thread (devcomm destroy), so walking
+   * the list without the lock while the proxy drains is safe. */
+  for (; r; r = r->next_ring) {
+    uint64_t prod = 0;
+    GIN_CHECK(gin_arch_copy(&prod, r->prod, sizeof prod));
+    while (__atomic_load_n(r->cons, __ATOMIC_ACQUIRE) < prod) {
+      if (__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE))
+        return GIN_SUCCESS; /* aborted: nothing more will be consumed */
+      if (gin_now_ns() > deadline)
+        return GIN_ERROR(GIN_ERR_TIMEOUT,
+                         "rank %d: the proxy did not consume context %d's "
+                         "ring within %lld ms (%llu of %llu)",
+                         c->rank, r->ctx, (long long)c->timeout_ms,
+                         (unsigned long long)*r->cons,
+                         (unsigned long long)prod);
+      sched_yield();
+    }
+  }
+  return GIN_SUCCESS;
 }
 
 void gin_proxy_detach(gin_comm_t c) {

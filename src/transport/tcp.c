@@ -22,10 +22,7 @@
  * Wire format and checks: tcp.h.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -38,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/net.h"
 #include "transport/tcp.h"
 #include "transport/transport.h"
 
@@ -79,77 +77,22 @@ static uint32_t get32(const uint8_t *p) {
 
 /* ------------------------------------------------------------ sockets */
 
-typedef struct tcp_addr {
-  uint16_t family;
-  uint16_t port; /* host order */
-  uint8_t addr[16];
-} tcp_addr_t;
-
-static socklen_t addr_to_sockaddr(const tcp_addr_t *a,
-                                  struct sockaddr_storage *ss) {
-  memset(ss, 0, sizeof *ss);
-  if (a->family == AF_INET6) {
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons(a->port);
-    memcpy(&s6->sin6_addr, a->addr, 16);
-    return sizeof *s6;
-  }
-  struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-  s4->sin_family = AF_INET;
-  s4->sin_port = htons(a->port);
-  memcpy(&s4->sin_addr, a->addr, 4);
-  return sizeof *s4;
-}
-
-static int addr_from_sockaddr(const struct sockaddr_storage *ss,
-                              tcp_addr_t *a) {
-  memset(a, 0, sizeof *a);
-  a->family = ss->ss_family;
-  if (ss->ss_family == AF_INET6) {
-    const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-    a->port = ntohs(s6->sin6_port);
-    memcpy(a->addr, &s6->sin6_addr, 16);
-    return 0;
-  }
-  if (ss->ss_family != AF_INET) return -1;
-  const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-  a->port = ntohs(s4->sin_port);
-  memcpy(a->addr, &s4->sin_addr, 4);
-  return 0;
-}
-
-static const char *addr_str(const tcp_addr_t *a, char *buf, size_t len) {
-  char ip[INET6_ADDRSTRLEN] = "?";
-  int v6 = a->family == AF_INET6;
-  inet_ntop(v6 ? AF_INET6 : AF_INET, a->addr, ip, sizeof ip);
-  snprintf(buf, len, v6 ? "[%s]:%u" : "%s:%u", ip, a->port);
-  return buf;
-}
-
-static int ms_left(uint64_t deadline_ns) {
-  uint64_t now = gin_now_ns();
-  if (now >= deadline_ns) return 0;
-  uint64_t ms = (deadline_ns - now + 999999) / 1000000;
-  return ms > 1000000000 ? 1000000000 : (int)ms;
-}
-
 /* The local address that routes to the bootstrap root (a UDP connect sends
  * nothing), else loopback. Port 0. */
-static void tcp_local_addr(gin_comm_t comm, tcp_addr_t *out) {
+static void tcp_local_addr(gin_comm_t comm, gin_net_addr_t *out) {
   gin_bs_uid_t u;
   memcpy(&u, comm->uid.bytes, sizeof u);
-  tcp_addr_t root = {.family = u.family, .port = u.port};
+  gin_net_addr_t root = {.family = u.family, .port = u.port};
   memcpy(root.addr, u.addr, 16);
   struct sockaddr_storage ss;
-  socklen_t sl = addr_to_sockaddr(&root, &ss);
+  socklen_t sl = gin_net_addr_to_sockaddr(&root, &ss);
   int fd = -1, ok = 0;
   if (u.family == AF_INET || u.family == AF_INET6)
     fd = socket(u.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd >= 0 && connect(fd, (struct sockaddr *)&ss, sl) == 0) {
     sl = sizeof ss;
     ok = getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
-         addr_from_sockaddr(&ss, out) == 0;
+         gin_net_addr_from_sockaddr((struct sockaddr *)&ss, out) == GIN_SUCCESS;
   }
   if (fd >= 0) close(fd);
   if (!ok) {
@@ -169,14 +112,14 @@ static void tcp_local_addr(gin_comm_t comm, tcp_addr_t *out) {
 
 /* A non-blocking listening socket on *a (port 0: any); *a gets the port.
  * Returns the fd or -1 with errno. */
-static int tcp_listen(tcp_addr_t *a) {
+static int tcp_listen(gin_net_addr_t *a) {
   struct sockaddr_storage ss;
-  socklen_t sl = addr_to_sockaddr(a, &ss);
+  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
   int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   if (bind(fd, (struct sockaddr *)&ss, sl) == 0 && listen(fd, SOMAXCONN) == 0 &&
       getsockname(fd, (struct sockaddr *)&ss, &(socklen_t){sizeof ss}) == 0 &&
-      addr_from_sockaddr(&ss, a) == 0)
+      gin_net_addr_from_sockaddr((struct sockaddr *)&ss, a) == GIN_SUCCESS)
     return fd;
   int e = errno;
   close(fd);
@@ -186,9 +129,10 @@ static int tcp_listen(tcp_addr_t *a) {
 
 /* Connects to a before the deadline, retrying refusals (a peer that is
  * slow to listen). Returns a non-blocking fd, or -1 and *err_out. */
-static int tcp_connect(const tcp_addr_t *a, uint64_t deadline, int *err_out) {
+static int tcp_connect(const gin_net_addr_t *a, uint64_t deadline,
+                       int *err_out) {
   struct sockaddr_storage ss;
-  socklen_t sl = addr_to_sockaddr(a, &ss);
+  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
   int err = ETIMEDOUT;
   for (;;) {
     int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -200,7 +144,7 @@ static int tcp_connect(const tcp_addr_t *a, uint64_t deadline, int *err_out) {
     err = errno;
     if (err == EINPROGRESS) {
       struct pollfd p = {.fd = fd, .events = POLLOUT};
-      int n = poll(&p, 1, ms_left(deadline));
+      int n = poll(&p, 1, gin_net_poll_timeout_ms(deadline));
       socklen_t el = sizeof err;
       if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
           err == 0)
@@ -208,7 +152,7 @@ static int tcp_connect(const tcp_addr_t *a, uint64_t deadline, int *err_out) {
       if (n == 0) err = ETIMEDOUT;
     }
     close(fd);
-    int left = ms_left(deadline);
+    int left = gin_net_poll_timeout_ms(deadline);
     if (left == 0 || err == EAFNOSUPPORT || err == EACCES || err == EPERM)
       break;
     struct timespec ts = {0, (long)(left < TCP_RETRY_MS ? left : TCP_RETRY_MS) *
@@ -232,8 +176,8 @@ static int tcp_send_all(int fd, const void *buf, size_t len,
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return errno;
     struct pollfd p = {.fd = fd, .events = POLLOUT};
-    if (ms_left(deadline) == 0) return ETIMEDOUT;
-    poll(&p, 1, ms_left(deadline));
+    if (gin_net_poll_timeout_ms(deadline) == 0) return ETIMEDOUT;
+    poll(&p, 1, gin_net_poll_timeout_ms(deadline));
   }
   return 0;
 }
@@ -682,7 +626,7 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
     pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
     for (int i = 0; i < np; i++)
       pfd[i + 1] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
-    if (poll(pfd, (nfds_t)np + 1, ms_left(wake)) <= 0) continue;
+    if (poll(pfd, (nfds_t)np + 1, gin_net_poll_timeout_ms(wake)) <= 0) continue;
     for (int i = np - 1; i >= 0; i--) { /* descending: pend[i] may move */
       if (!pfd[i + 1].revents) continue;
       ssize_t n = recv(pend[i].fd, pend[i].buf + pend[i].got,
@@ -721,13 +665,14 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
         close(pend[old].fd);
         pend[old] = pend[--np];
       }
-      tcp_addr_t from;
+      gin_net_addr_t from;
       pend[np].fd = fd;
       pend[np].got = 0;
       pend[np].deadline = gin_now_ns() + TCP_HELLO_WAIT_MS * 1000000ull;
       snprintf(pend[np].from, sizeof pend[np].from, "unknown peer");
-      if (addr_from_sockaddr(&ss, &from) == 0)
-        addr_str(&from, pend[np].from, sizeof pend[np].from);
+      if (gin_net_addr_from_sockaddr((struct sockaddr *)&ss, &from) ==
+          GIN_SUCCESS)
+        gin_net_addr_str(&from, pend[np].from, sizeof pend[np].from);
       np++;
     }
   }
@@ -753,7 +698,7 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
   for (int r = cm->rank + 1; r < cm->nranks; r++) {
     if (!use[r]) continue;
     const uint8_t *e = all + (size_t)r * esz;
-    tcp_addr_t a = {.family = get16(e + 4), .port = get16(e + 6)};
+    gin_net_addr_t a = {.family = get16(e + 4), .port = get16(e + 6)};
     memcpy(a.addr, e + 8, 16);
     char astr[64];
     int err = 0, fd = tcp_connect(&a, deadline, &err);
@@ -765,7 +710,7 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
       return GIN_ERROR(
           err == ETIMEDOUT ? GIN_ERR_TIMEOUT : GIN_ERR_REMOTE,
           "tcp: rank %d could not connect to rank %d at %s within %lld ms: %s",
-          cm->rank, r, addr_str(&a, astr, sizeof astr),
+          cm->rank, r, gin_net_addr_str(&a, astr, sizeof astr),
           (long long)cm->timeout_ms, strerror(err));
     s->conns[r].fd = fd;
   }
@@ -819,7 +764,7 @@ static void tcp_fini(void *state) {
     if (!c->tx && (c->tx = (uint8_t *)malloc(GIN_TCP_HDR_BYTES)))
       c->tx_cap = GIN_TCP_HDR_BYTES;
     /* Queued chunks are whole operations: the goodbye may follow them. */
-    for (int said = 0; c->tx && ms_left(deadline) > 0;) {
+    for (int said = 0; c->tx && gin_net_poll_timeout_ms(deadline) > 0;) {
       if (!said && c->tx_cap - c->tx_len >= sizeof wire) {
         tx_append(c, wire, sizeof wire, 0);
         said = 1;
@@ -828,7 +773,7 @@ static void tcp_fini(void *state) {
       if ((e == 0 && said) || (e != 0 && e != EAGAIN)) break;
       if (e == EAGAIN)
         poll(&(struct pollfd){.fd = c->fd, .events = POLLOUT}, 1,
-             ms_left(deadline));
+             gin_net_poll_timeout_ms(deadline));
     }
   }
   for (int r = 0; r < n; r++) {
@@ -881,14 +826,14 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   }
   /* My entry: status, listen address, the ranks I use tcp with. Every rank
    * sends one, also a rank that failed, so that all fail together. */
-  tcp_addr_t me = {0};
+  gin_net_addr_t me = {0};
   uint8_t *e = all + (size_t)comm->rank * esz;
   char astr[64];
   if (s->npeers) {
     tcp_local_addr(comm, &me);
     if ((lfd = tcp_listen(&me)) < 0)
       local = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: rank %d cannot listen on %s: %s",
-                        comm->rank, addr_str(&me, astr, sizeof astr),
+                        comm->rank, gin_net_addr_str(&me, astr, sizeof astr),
                         strerror(errno));
   }
   put32(e, (uint32_t)local);
@@ -910,8 +855,7 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   }
   for (int r = 0; r < n; r++) {
     if (conns[r].fd < 0) continue;
-    int one = 1;
-    setsockopt(conns[r].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    gin_net_set_nodelay(conns[r].fd);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &conns[r]};
     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, conns[r].fd, &ev) != 0) {
       res = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: epoll_ctl: %s", strerror(errno));
@@ -923,7 +867,7 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   free(want);
   if (s->npeers)
     GIN_INFO(NET, "tcp: rank %d on %s: %d peers connected in %.1f ms",
-             comm->rank, addr_str(&me, astr, sizeof astr), s->npeers,
+             comm->rank, gin_net_addr_str(&me, astr, sizeof astr), s->npeers,
              (double)(gin_now_ns() - start) / 1e6);
   *state_out = s;
   return GIN_SUCCESS;

@@ -19,10 +19,6 @@
 
 #include "core/comm.h"
 
-struct gin_transport_ops;
-/* The transport itself (transport.c registers it as GIN_TRANSPORT_TCP_ID). */
-extern const struct gin_transport_ops gin_transport_tcp;
-
 #define GIN_TCP_HELLO_MAGIC 0x47494e48u /* "GINH" */
 #define GIN_TCP_HDR_MAGIC 0x47494e54u   /* "GINT" */
 #define GIN_TCP_VERSION 1

@@ -1,6 +1,5 @@
 /* The transports this build has, by id. */
 #include "transport/transport.h"
-#include "transport/tcp.h"
 
 const gin_transport_ops_t *gin_transport_get(int t) {
   switch (t) {

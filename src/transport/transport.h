@@ -49,6 +49,7 @@ typedef struct gin_transport_ops {
 
 extern const gin_transport_ops_t gin_transport_ipc;
 extern const gin_transport_ops_t gin_transport_null;
+extern const gin_transport_ops_t gin_transport_tcp;
 
 /* The table for transport id t, or NULL. */
 const gin_transport_ops_t *gin_transport_get(int t);

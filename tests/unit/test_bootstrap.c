@@ -461,7 +461,7 @@ static void test_silent_client(void) {
   int silent = root_connect(&a.uid);
   int n = read_until_eof(silent, b, sizeof b, 5000);
   uint64_t t = now_ms() - t0;
-  CHECK(n == 0 && t >= 500 && t < 3000,
+  CHECK(n == 0 && t >= 500 && t < 10000,
         "silent client: %d bytes, closed "
         "after %llu ms",
         n, (unsigned long long)t);
@@ -563,7 +563,7 @@ static int rank_expect_init(int rank, void *p) {
   CHECK(res == a->expect, "rank %d: init gave %d, expected %d", rank, res,
         a->expect);
   CHECK(bs == NULL, "bs written on failure");
-  CHECK(t < (uint64_t)a->timeout_ms + 1500, "rank %d: init took %llu ms", rank,
+  CHECK(t < (uint64_t)a->timeout_ms + 5000, "rank %d: init took %llu ms", rank,
         (unsigned long long)t);
   if (a->expect == GIN_ERR_TIMEOUT && a->nranks == 3)
     CHECK(strstr(gin_last_error(), "rank 2 did not join"), "message names the "
@@ -585,7 +585,7 @@ static void test_timeouts(void) {
   wait_ok(p0, "rank 0 of the incomplete job");
   wait_ok(p1, "rank 1 of the incomplete job");
   uint64_t t = now_ms() - t0;
-  CHECK(t >= 900 && t < 3000, "incomplete job ended after %llu ms",
+  CHECK(t >= 900 && t < 10000, "incomplete job ended after %llu ms",
         (unsigned long long)t);
 
   /* The rank's own (shorter) timeout while the root waits on. */

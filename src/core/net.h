@@ -1,0 +1,64 @@
+/*
+ * Socket helpers shared by the bootstrap (src/core) and the tcp transport
+ * (src/transport): an IPv4 / IPv6 address with its port, its conversions
+ * to and from struct sockaddr and text, and the poll timeout that is left
+ * before a deadline. Host side only. Part of the core layer: it includes
+ * nothing from arch/, proxy/ or transport/.
+ */
+#ifndef GIN_CORE_NET_H
+#define GIN_CORE_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "gin/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An IPv4 or IPv6 address and port. Not a wire format: the bootstrap and
+ * the tcp transport encode these fields one by one (little endian), never
+ * the struct's bytes. */
+typedef struct gin_net_addr {
+  uint16_t family;  /* AF_INET or AF_INET6 */
+  uint16_t port;    /* host byte order */
+  uint8_t addr[16]; /* network byte order; AF_INET uses the first 4 */
+} gin_net_addr_t;
+
+/* Fills *ss_out (zeroed first) with the socket address of a: a
+ * sockaddr_in6 when a->family is AF_INET6, else a sockaddr_in (AF_INET,
+ * the first 4 bytes of a->addr). Returns the length to pass to bind() or
+ * connect() with it. Cannot fail. Thread safe: writes only *ss_out. */
+socklen_t gin_net_addr_to_sockaddr(const gin_net_addr_t *a,
+                                   struct sockaddr_storage *ss_out);
+
+/* Converts sa (an AF_INET or AF_INET6 socket address, as from accept(),
+ * getsockname() or getaddrinfo()) into *addr_out, the bytes past the
+ * address zeroed. Returns GIN_SUCCESS, or GIN_ERR_UNSUPPORTED for any
+ * other family, with *addr_out untouched. Records and logs nothing.
+ * Thread safe: writes only *addr_out. */
+gin_result_t gin_net_addr_from_sockaddr(const struct sockaddr *sa,
+                                        gin_net_addr_t *addr_out);
+
+/* Writes a as text into buf (len bytes, truncated to fit, always
+ * terminated when len > 0): "1.2.3.4:port", or "[v6]:port" for AF_INET6;
+ * a family other than AF_INET6 is printed as IPv4. Returns buf, so that it
+ * can stand in a log call's arguments. Thread safe: writes only buf. */
+const char *gin_net_addr_str(const gin_net_addr_t *a, char *buf, size_t len);
+
+/* Milliseconds from now until deadline_ns (a gin_now_ns() time), rounded
+ * up and capped at 10^9, to pass as poll()'s timeout; 0 once the deadline
+ * has passed. Thread safe. */
+int gin_net_poll_timeout_ms(uint64_t deadline_ns);
+
+/* Sets TCP_NODELAY on the TCP socket fd. Returns GIN_SUCCESS, or
+ * GIN_ERR_SYSTEM with errno set; records and logs nothing (the callers
+ * treat it as best effort). Thread safe. */
+gin_result_t gin_net_set_nodelay(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
