@@ -67,4 +67,9 @@ gin_result_t gin_arch_memset(void *dst, int value, size_t bytes);
  * CPU view). */
 gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value);
 
+/* Whether idle proxy threads keep polling by default: yes on a GPU,
+ * where they serve kernels; no on the host target, whose ranks' kernels
+ * run on the same cores. */
+int gin_arch_proxy_busy_poll_default(void);
+
 #endif

@@ -20,9 +20,11 @@ GIN_PARAM_INT(param_proxy_threads, "PROXY_THREADS", 1,
               "proxy threads per communicator; rings are divided among them")
 GIN_PARAM_INT(param_ring_size, "PROXY_RING_SIZE", 512,
               "descriptors per ring (power of two, 8..65536)")
-GIN_PARAM_INT(param_busy_poll, "PROXY_BUSY_POLL", 0,
-              "1: proxy threads never sleep when idle (lowest latency, one "
-              "core each); 0: they yield, then nap, when idle")
+GIN_PARAM_INT(param_busy_poll, "PROXY_BUSY_POLL", -1,
+              "1: idle proxy threads keep polling (lowest latency, one core "
+              "each); 0: they yield, then nap 50 us; -1: the target's "
+              "default (1 on cuda, 0 on the host target, whose ranks "
+              "already compete for the cores)")
 
 #define PROXY_MAX_THREADS 16
 #define PROXY_BATCH 64
@@ -268,7 +270,8 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
   px->nthreads = nt < 1                   ? 1
                  : nt > PROXY_MAX_THREADS ? PROXY_MAX_THREADS
                                           : (int)nt;
-  px->busy = param_busy_poll() != 0;
+  int64_t busy = param_busy_poll();
+  px->busy = busy < 0 ? gin_arch_proxy_busy_poll_default() : busy != 0;
   gin_result_t res = GIN_SUCCESS;
   uint8_t *use = (uint8_t *)calloc((size_t)c->nranks, 1);
   if (!use) {

@@ -66,7 +66,7 @@ static const char *case_words[C_NCASES] = {"outside team",
                                            "aborted by rank"};
 /* What the proxy says when device checks are compiled out. */
 static const char *proxy_words[C_NCASES] = {
-    NULL,
+    "is not a proxied rank",
     "destination offset 4088 + 16 bytes is outside window",
     "destination window",
     "destination window",
@@ -98,8 +98,13 @@ GIN_KERNEL(k_bad, args_t) {
   if (dc->rank == 0) {
     switch (args.which) {
     case C_PEER:
-      rc = gin_put(dc, 0, world, dc->nranks, args.win, 0, args.win, 0, 8,
-                   gin_remote_none(), gin_local_none(), c);
+      if (NOCHECKS) /* straight onto the ring: the proxy must refuse it */
+        rc = gin_dev_post_(dc, 0, GIN_OP_PUT, dc->nranks + 3, args.win, 0,
+                           args.win, 0, 8, gin_remote_none(), gin_local_none(),
+                           c);
+      else
+        rc = gin_put(dc, 0, world, dc->nranks, args.win, 0, args.win, 0, 8,
+                     gin_remote_none(), gin_local_none(), c);
       break;
     case C_RANGE:
       rc = gin_put(dc, 0, world, peer, args.win, WIN - 8, args.win, 0, 16,

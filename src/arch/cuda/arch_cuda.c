@@ -258,3 +258,5 @@ gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value) {
   __atomic_fetch_add(host_ptr, value, __ATOMIC_RELEASE);
   return GIN_SUCCESS;
 }
+
+int gin_arch_proxy_busy_poll_default(void) { return 1; }
