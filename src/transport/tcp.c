@@ -57,23 +57,6 @@ GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
 _Static_assert(TCP_CHUNK <= GIN_TCP_MAX_CHUNK, "chunk within the protocol");
 
 /* Little-endian fields of the all-gathered entries. */
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get16(const uint8_t *p) {
-  return (uint16_t)(p[0] | (p[1] << 8));
-}
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++)
-    v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
 
 /* ------------------------------------------------------------ sockets */
 
@@ -698,7 +681,8 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
   for (int r = cm->rank + 1; r < cm->nranks; r++) {
     if (!use[r]) continue;
     const uint8_t *e = all + (size_t)r * esz;
-    gin_net_addr_t a = {.family = get16(e + 4), .port = get16(e + 6)};
+    gin_net_addr_t a = {.family = gin_le_get16(e + 4),
+                        .port = gin_le_get16(e + 6)};
     memcpy(a.addr, e + 8, 16);
     char astr[64];
     int err = 0, fd = tcp_connect(&a, deadline, &err);
@@ -724,7 +708,7 @@ static gin_result_t tcp_entries_check(gin_comm_t cm, const uint8_t *all,
   int n = cm->nranks;
   for (int a = 0; a < n; a++) {
     const uint8_t *ea = all + (size_t)a * esz;
-    if ((int32_t)get32(ea) != GIN_SUCCESS)
+    if ((int32_t)gin_le_get32(ea) != GIN_SUCCESS)
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "tcp: rank %d could not set up its listening socket", a);
     for (int b = a + 1; b < n; b++) {
@@ -737,8 +721,9 @@ static gin_result_t tcp_entries_check(gin_comm_t cm, const uint8_t *all,
             "tcp: rank %d reaches rank %d through tcp but not the other way "
             "round (GIN_BACKEND or GIN_TRANSPORT differ?)",
             ab ? a : b, ab ? b : a);
-      if (ab && (get16(eb + 6) == 0 ||
-                 (get16(eb + 4) != AF_INET && get16(eb + 4) != AF_INET6)))
+      if (ab &&
+          (gin_le_get16(eb + 6) == 0 || (gin_le_get16(eb + 4) != AF_INET &&
+                                         gin_le_get16(eb + 4) != AF_INET6)))
         return GIN_ERROR(GIN_ERR_PROTOCOL, "tcp: bad address of rank %d", b);
     }
   }
@@ -836,9 +821,9 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
                         comm->rank, gin_net_addr_str(&me, astr, sizeof astr),
                         strerror(errno));
   }
-  put32(e, (uint32_t)local);
-  put16(e + 4, me.family);
-  put16(e + 6, me.port);
+  gin_le_put32(e, (uint32_t)local);
+  gin_le_put16(e + 4, me.family);
+  gin_le_put16(e + 6, me.port);
   memcpy(e + 8, me.addr, 16);
   for (int r = 0; r < n; r++)
     if (peers[r]) e[TCP_ENTRY_HEAD + r / 8] |= (uint8_t)(1u << (r % 8));

@@ -7,35 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/net.h"
 #include "transport/tcp.h"
-
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get16(const uint8_t *p) {
-  return (uint16_t)(p[0] | (p[1] << 8));
-}
-static uint32_t get32(const uint8_t *p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++)
-    v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
 
 /* Formats why into buf (if any) and returns res. */
 static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
@@ -53,12 +26,12 @@ static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
 }
 
 void gin_tcp_hello_encode(const gin_tcp_hello_t *h, uint8_t *out) {
-  put32(out, h->magic);
-  put16(out + 4, h->version);
-  put16(out + 6, h->reserved);
+  gin_le_put32(out, h->magic);
+  gin_le_put16(out + 4, h->version);
+  gin_le_put16(out + 6, h->reserved);
   memcpy(out + 8, h->secret, 16);
-  put32(out + 24, (uint32_t)h->rank);
-  put32(out + 28, (uint32_t)h->nranks);
+  gin_le_put32(out + 24, (uint32_t)h->rank);
+  gin_le_put32(out + 28, (uint32_t)h->nranks);
 }
 
 gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
@@ -71,18 +44,18 @@ gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
   if (len != GIN_TCP_HELLO_BYTES)
     return why_set(why, why_len, bad, "hello of %zu bytes, expected %d", len,
                    GIN_TCP_HELLO_BYTES);
-  if (get32(p) != GIN_TCP_HELLO_MAGIC)
-    return why_set(why, why_len, bad, "bad magic 0x%08x", get32(p));
-  if (get16(p + 4) != GIN_TCP_VERSION)
+  if (gin_le_get32(p) != GIN_TCP_HELLO_MAGIC)
+    return why_set(why, why_len, bad, "bad magic 0x%08x", gin_le_get32(p));
+  if (gin_le_get16(p + 4) != GIN_TCP_VERSION)
     return why_set(why, why_len, bad, "wire version %u, expected %d",
-                   get16(p + 4), GIN_TCP_VERSION);
+                   gin_le_get16(p + 4), GIN_TCP_VERSION);
   unsigned diff = 0; /* constant time: do not leak how much matched */
   for (int i = 0; i < 16; i++)
     diff |= (unsigned)(p[8 + i] ^ secret[i]);
   if (diff) return why_set(why, why_len, bad, "wrong job secret");
-  if (get16(p + 6) != 0)
-    return why_set(why, why_len, bad, "reserved field %u", get16(p + 6));
-  int rank = (int)get32(p + 24), n = (int)get32(p + 28);
+  if (gin_le_get16(p + 6) != 0)
+    return why_set(why, why_len, bad, "reserved field %u", gin_le_get16(p + 6));
+  int rank = (int)gin_le_get32(p + 24), n = (int)gin_le_get32(p + 28);
   if (n != nranks)
     return why_set(why, why_len, bad, "job size %d, expected %d", n, nranks);
   if (rank < 0 || rank >= nranks)
@@ -102,39 +75,39 @@ gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
 #define HO(f) offsetof(gin_tcp_hdr_t, f)
 
 void gin_tcp_hdr_encode(const gin_tcp_hdr_t *h, uint8_t *p) {
-  put32(p + HO(magic), h->magic);
-  put16(p + HO(version), h->version);
+  gin_le_put32(p + HO(magic), h->magic);
+  gin_le_put16(p + HO(version), h->version);
   p[HO(op)] = h->op;
   p[HO(flags)] = h->flags;
-  put32(p + HO(dst_win), h->dst_win);
-  put32(p + HO(dst_gen), h->dst_gen);
-  put64(p + HO(dst_off), h->dst_off);
-  put64(p + HO(bytes), h->bytes);
-  put32(p + HO(sig_win), h->sig_win);
-  put32(p + HO(sig_gen), h->sig_gen);
-  put64(p + HO(sig_off), h->sig_off);
-  put64(p + HO(sig_add), h->sig_add);
-  put64(p + HO(mode_off), h->mode_off);
-  put32(p + HO(mode_bit), h->mode_bit);
-  put32(p + HO(reserved), h->reserved);
+  gin_le_put32(p + HO(dst_win), h->dst_win);
+  gin_le_put32(p + HO(dst_gen), h->dst_gen);
+  gin_le_put64(p + HO(dst_off), h->dst_off);
+  gin_le_put64(p + HO(bytes), h->bytes);
+  gin_le_put32(p + HO(sig_win), h->sig_win);
+  gin_le_put32(p + HO(sig_gen), h->sig_gen);
+  gin_le_put64(p + HO(sig_off), h->sig_off);
+  gin_le_put64(p + HO(sig_add), h->sig_add);
+  gin_le_put64(p + HO(mode_off), h->mode_off);
+  gin_le_put32(p + HO(mode_bit), h->mode_bit);
+  gin_le_put32(p + HO(reserved), h->reserved);
 }
 
 static void hdr_decode(const uint8_t *p, gin_tcp_hdr_t *h) {
-  h->magic = get32(p + HO(magic));
-  h->version = get16(p + HO(version));
+  h->magic = gin_le_get32(p + HO(magic));
+  h->version = gin_le_get16(p + HO(version));
   h->op = p[HO(op)];
   h->flags = p[HO(flags)];
-  h->dst_win = get32(p + HO(dst_win));
-  h->dst_gen = get32(p + HO(dst_gen));
-  h->dst_off = get64(p + HO(dst_off));
-  h->bytes = get64(p + HO(bytes));
-  h->sig_win = get32(p + HO(sig_win));
-  h->sig_gen = get32(p + HO(sig_gen));
-  h->sig_off = get64(p + HO(sig_off));
-  h->sig_add = get64(p + HO(sig_add));
-  h->mode_off = get64(p + HO(mode_off));
-  h->mode_bit = get32(p + HO(mode_bit));
-  h->reserved = get32(p + HO(reserved));
+  h->dst_win = gin_le_get32(p + HO(dst_win));
+  h->dst_gen = gin_le_get32(p + HO(dst_gen));
+  h->dst_off = gin_le_get64(p + HO(dst_off));
+  h->bytes = gin_le_get64(p + HO(bytes));
+  h->sig_win = gin_le_get32(p + HO(sig_win));
+  h->sig_gen = gin_le_get32(p + HO(sig_gen));
+  h->sig_off = gin_le_get64(p + HO(sig_off));
+  h->sig_add = gin_le_get64(p + HO(sig_add));
+  h->mode_off = gin_le_get64(p + HO(mode_off));
+  h->mode_bit = gin_le_get32(p + HO(mode_bit));
+  h->reserved = gin_le_get32(p + HO(reserved));
 }
 
 /* Checks [off, off+bytes) of window idx (generation gen at the sender),
