@@ -237,7 +237,8 @@ static void *proxy_main(void *p) {
     /* The receiving side: a transport that fails (a peer died, sent a bad
      * operation) aborts the communicator, so nobody waits for what it
      * will never deliver. */
-    if (ta->idx == 0 && !__atomic_load_n(&px->comm->ctrl->abort, __ATOMIC_ACQUIRE))
+    if (ta->idx == 0 &&
+        !__atomic_load_n(&px->comm->ctrl->abort, __ATOMIC_ACQUIRE))
       for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
         if (!px->ops[t] || px->ops[t]->progress(px->state[t]) == GIN_SUCCESS)
           continue;

@@ -23,17 +23,7 @@
 #include "core/bootstrap.h"
 #include "gin/gin.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, " (last error: %s)\n", gin_last_error());                \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#include "unit_check.h"
 
 static uint64_t now_ms(void) {
   struct timespec ts;
