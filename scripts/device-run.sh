@@ -39,6 +39,8 @@ for n in 2 4 8; do run conformance_cuda_$n $R -n $n --timeout 280 $T/conformance
 for n in 2 4; do run conformance_cuda_proxy_$n env GIN_BACKEND=proxy $R -n $n --timeout 280 $T/conformance_cuda; done
 run conformance_cuda_proxy_tinyring_4 env GIN_BACKEND=proxy GIN_PROXY_RING_SIZE=8 $R -n 4 --timeout 280 $T/conformance_cuda
 run badinput_cuda_proxy_3 env GIN_BACKEND=proxy $R -n 3 --timeout 280 $T/badinput_cuda
+# Proxy with the tcp transport (loopback), GPU memory staged by the proxy.
+for n in 2 4; do run conformance_cuda_tcp_$n env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n $n --timeout 280 $T/conformance_cuda; done
 run badinput_cuda_2 $R -n 2 --timeout 280 $T/badinput_cuda
 run badinput_cuda_4 $R -n 4 --timeout 280 $T/badinput_cuda
 run demo_cuda_4 $R -n 4 --timeout 100 build-dev/gin_demo_cuda
