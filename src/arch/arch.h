@@ -72,4 +72,9 @@ gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value);
  * run on the same cores. */
 int gin_arch_proxy_busy_poll_default(void);
 
+/* The CPUs near this process's device, as a Linux cpulist ("0-15,32-47")
+ * written into buf; GIN_ERR_UNSUPPORTED where the target has no device or
+ * the machine does not say. */
+gin_result_t gin_arch_device_cpulist(char *buf, size_t len);
+
 #endif

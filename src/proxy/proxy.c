@@ -26,6 +26,11 @@ GIN_PARAM_INT(param_busy_poll, "PROXY_BUSY_POLL", -1,
               "default (1 on cuda, 0 on the host target, whose ranks "
               "already compete for the cores)")
 
+GIN_PARAM_STR(param_proxy_cpus, "PROXY_CPUS", "auto",
+              "CPUs the proxy threads may run on: auto (those near the GPU, "
+              "where the machine says; anywhere on the host target), none "
+              "(no pinning), or a cpulist such as 2-3,8")
+
 #define PROXY_MAX_THREADS 16
 #define PROXY_BATCH 64
 
@@ -223,11 +228,60 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
   return n;
 }
 
+/* Parses a Linux cpulist ("0-3,8,10-11") into set; 0 if malformed. */
+static int cpulist_parse(const char *s, cpu_set_t *set) {
+  CPU_ZERO(set);
+  int n = 0;
+  while (*s) {
+    char *end;
+    long a = strtol(s, &end, 10), b = a;
+    if (end == s || a < 0) return 0;
+    s = end;
+    if (*s == '-') {
+      b = strtol(s + 1, &end, 10);
+      if (end == s + 1 || b < a) return 0;
+      s = end;
+    }
+    for (long c = a; c <= b && c < CPU_SETSIZE; c++, n++)
+      CPU_SET((int)c, set);
+    if (*s == ',')
+      s++;
+    else if (*s)
+      return 0;
+  }
+  return n > 0;
+}
+
+/* Pins the calling proxy thread per GIN_PROXY_CPUS; failures only log. */
+static void proxy_pin(struct gin_proxy *px, int idx) {
+  const char *want = param_proxy_cpus();
+  char list[256];
+  if (strcmp(want, "none") == 0) return;
+  if (strcmp(want, "auto") == 0) {
+    if (gin_arch_device_cpulist(list, sizeof list) != GIN_SUCCESS) return;
+  } else {
+    snprintf(list, sizeof list, "%s", want);
+  }
+  cpu_set_t set;
+  if (!cpulist_parse(list, &set)) {
+    GIN_WARN(PROXY, "GIN_PROXY_CPUS: cannot parse cpulist \"%s\"", list);
+    return;
+  }
+  int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (e != 0)
+    GIN_WARN(PROXY, "rank %d: proxy thread %d: cannot pin to %s: %s",
+             px->comm->rank, idx, list, strerror(e));
+  else
+    GIN_INFO(PROXY, "rank %d: proxy thread %d pinned to CPUs %s",
+             px->comm->rank, idx, list);
+}
+
 static void *proxy_main(void *p) {
   thread_arg_t ta_copy = *(thread_arg_t *)p, *ta = &ta_copy;
   free(p);
   struct gin_proxy *px = ta->px;
   uint32_t idle = 0;
+  proxy_pin(px, ta->idx);
   while (!__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE)) {
     int did = 0;
     pthread_mutex_lock(&px->lock);

@@ -260,3 +260,20 @@ gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value) {
 }
 
 int gin_arch_proxy_busy_poll_default(void) { return 1; }
+
+gin_result_t gin_arch_device_cpulist(char *buf, size_t len) {
+  char busid[32], path[128];
+  if (arch_device < 0 ||
+      cudaDeviceGetPCIBusId(busid, sizeof busid, arch_device) != cudaSuccess)
+    return GIN_ERR_UNSUPPORTED;
+  for (char *p = busid; *p; p++)
+    if (*p >= 'A' && *p <= 'F') *p = (char)(*p - 'A' + 'a');
+  snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/local_cpulist", busid);
+  FILE *f = fopen(path, "r");
+  if (!f) return GIN_ERR_UNSUPPORTED;
+  char *ok = fgets(buf, (int)len, f);
+  fclose(f);
+  if (!ok) return GIN_ERR_UNSUPPORTED;
+  buf[strcspn(buf, "\n")] = '\0';
+  return GIN_SUCCESS;
+}

@@ -93,3 +93,7 @@ gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value) {
 }
 
 int gin_arch_proxy_busy_poll_default(void) { return 0; }
+
+gin_result_t gin_arch_device_cpulist(char *buf, size_t len) {
+  return GIN_ERR_UNSUPPORTED; /* no device: the scheduler decides */
+}
