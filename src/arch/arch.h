@@ -61,6 +61,10 @@ void gin_arch_dev_free(void *ptr);
 /* Synchronous copies and fills; pointers may be host or device memory. */
 gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes);
 gin_result_t gin_arch_memset(void *dst, int value, size_t bytes);
+/* n copies at once, complete on return (one submission on cuda). The
+ * copies must not overlap each other. */
+gin_result_t gin_arch_copy_batch(void *const *dsts, const void *const *srcs,
+                                 const size_t *sizes, size_t n);
 
 /* Atomic add (release) from a CPU thread on a 64-bit word in host memory
  * that the device reads (the proxy's part of a signal or counter; pass the

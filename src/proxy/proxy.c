@@ -195,9 +195,26 @@ static gin_result_t proxy_issue(struct gin_proxy *px, const gin_xfer_t *x) {
 }
 
 /* Consumes up to PROXY_BATCH descriptors of a ring; returns how many. */
+/* Completes what the transports started (ipc copies a whole batch in one
+ * call), then the batch's counters count: their sources are now free. */
+static void batch_complete(struct gin_proxy *px, gin_proxy_ring_t *r,
+                           const int *counters, int ncounters) {
+  gin_comm_t c = px->comm;
+  for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
+    if (!px->ops[t] || px->ops[t]->flush(px->state[t]) == GIN_SUCCESS) continue;
+    char full[256];
+    snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
+             gin_last_error());
+    proxy_fail(c, GIN_DEVERR_TRANSPORT, -1, r->ctx, r->next, 0, full);
+    return;
+  }
+  for (int i = 0; i < ncounters; i++)
+    gin_arch_atomic_add_u64(&r->counters[counters[i]], 1);
+}
+
 static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
   gin_comm_t c = px->comm;
-  int n = 0;
+  int n = 0, counters[PROXY_BATCH], ncounters = 0;
   for (; n < PROXY_BATCH; n++) {
     gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
     uint32_t want = (uint32_t)(r->next / r->size) + 1;
@@ -219,12 +236,15 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
                  px->ops[c->transport[x.peer]]->name, x.peer, gin_last_error());
         proxy_fail(c, GIN_DEVERR_TRANSPORT, x.peer, r->ctx, r->next, 0, full);
       } else if (d.local == GIN_LOCAL_COUNTER_INC) {
-        gin_arch_atomic_add_u64(&r->counters[d.counter], 1);
+        counters[ncounters++] = d.counter;
       }
     }
     r->next++;
-    __atomic_store_n(r->cons, r->next, __ATOMIC_RELEASE);
   }
+  if (n == 0) return 0;
+  batch_complete(px, r, counters, ncounters);
+  /* Only now are the batch's sources consumed: the flush point. */
+  __atomic_store_n(r->cons, r->next, __ATOMIC_RELEASE);
   return n;
 }
 

@@ -17,6 +17,8 @@ static gin_result_t null_put(void *state, const gin_xfer_t *x) {
 
 static gin_result_t null_progress(void *state) { return GIN_SUCCESS; }
 
+static gin_result_t null_flush(void *state) { return GIN_SUCCESS; }
+
 static void null_fini(void *state) {}
 
 const gin_transport_ops_t gin_transport_null = {
@@ -24,6 +26,7 @@ const gin_transport_ops_t gin_transport_null = {
     .name = "null",
     .init = null_init,
     .put = null_put,
+    .flush = null_flush,
     .progress = null_progress,
     .fini = null_fini,
 };

@@ -539,6 +539,9 @@ static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
   return GIN_SUCCESS;
 }
 
+/* Sources are copied into the send ring when a put starts. */
+static gin_result_t tcp_flush(void *state) { return GIN_SUCCESS; }
+
 static gin_result_t tcp_progress(void *state) {
   tcp_state_t *s = (tcp_state_t *)state;
   if (s->npeers == 0 || pthread_mutex_trylock(&s->lock) != 0)
@@ -872,6 +875,7 @@ const gin_transport_ops_t gin_transport_tcp = {
     .name = "tcp",
     .init = tcp_init,
     .put = tcp_put,
+    .flush = tcp_flush,
     .progress = tcp_progress,
     .fini = tcp_fini,
 };

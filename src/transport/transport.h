@@ -37,9 +37,13 @@ typedef struct gin_transport_ops {
    * init. use[r] != 0 for the peers this rank will reach through it. */
   gin_result_t (*init)(gin_comm_t comm, const uint8_t *use, void **state_out);
   /* Starts one operation to x->peer; operations to one peer are delivered
-   * in the order they were started (payload before its signal). Returns
-   * once x->src may be reused. GIN_ERR_AGAIN: no room now, call again. */
+   * in the order they were started (payload before its signal). x->src
+   * may be read until the next flush returns. GIN_ERR_AGAIN: no room now,
+   * call progress and again. */
   gin_result_t (*put)(void *state, const gin_xfer_t *x);
+  /* Finishes reading every source of the operations started so far (the
+   * proxy then counts them and frees their ring slots). */
+  gin_result_t (*flush)(void *state);
   /* Drives sends and applies received operations; never blocks long. */
   gin_result_t (*progress)(void *state);
   void (*fini)(void *state);

@@ -97,3 +97,10 @@ int gin_arch_proxy_busy_poll_default(void) { return 0; }
 gin_result_t gin_arch_device_cpulist(char *buf, size_t len) {
   return GIN_ERR_UNSUPPORTED; /* no device: the scheduler decides */
 }
+
+gin_result_t gin_arch_copy_batch(void *const *dsts, const void *const *srcs,
+                                 const size_t *sizes, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    memmove(dsts[i], srcs[i], sizes[i]);
+  return GIN_SUCCESS;
+}
