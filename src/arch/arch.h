@@ -54,6 +54,11 @@ gin_result_t gin_arch_hostmem_import(const gin_arch_handle_t *handle,
                                      void **dev_out, void **cookie_out);
 void gin_arch_hostmem_unimport(void *host, size_t size, void *cookie);
 
+/* Host buffers that device memory is copied through (transport staging):
+ * pinned on cuda, so the copies run at full speed; plain on host. */
+gin_result_t gin_arch_staging_alloc(size_t size, void **ptr_out);
+void gin_arch_staging_free(void *ptr);
+
 /* Private device memory (tables, counters), zeroed. */
 gin_result_t gin_arch_dev_alloc(size_t size, void **ptr_out);
 void gin_arch_dev_free(void *ptr);

@@ -360,7 +360,8 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
                      (unsigned long long)x->bytes);
   }
   if (!c->tx) {
-    if (!(c->tx = (uint8_t *)malloc(s->tx_cap)))
+    /* Staging for GPU memory: pinned on the cuda target. */
+    if (gin_arch_staging_alloc(s->tx_cap, (void **)&c->tx) != GIN_SUCCESS)
       return GIN_ERROR(GIN_ERR_NOMEM, "tcp: send buffer of %zu bytes",
                        s->tx_cap);
     c->tx_cap = s->tx_cap;
@@ -504,7 +505,8 @@ static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
 
 /* Reads what the socket has (a few buffers' worth) and applies it. */
 static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
-  if (!c->rx && !(c->rx = (uint8_t *)malloc(TCP_RX_BYTES)))
+  if (!c->rx &&
+      gin_arch_staging_alloc(TCP_RX_BYTES, (void **)&c->rx) != GIN_SUCCESS)
     return conn_fail(s, c, GIN_ERR_NOMEM, "receive buffer");
   for (int round = 0; round < TCP_RX_ROUNDS && c->fd >= 0; round++) {
     if (c->rx_start > 0 && c->rx_end == TCP_RX_BYTES) {
@@ -749,7 +751,8 @@ static void tcp_fini(void *state) {
   for (int r = 0; r < n; r++) {
     tcp_conn_t *c = &s->conns[r];
     if (c->fd < 0 || c->left) continue;
-    if (!c->tx && (c->tx = (uint8_t *)malloc(GIN_TCP_HDR_BYTES)))
+    if (!c->tx && gin_arch_staging_alloc(GIN_TCP_HDR_BYTES, (void **)&c->tx) ==
+                      GIN_SUCCESS)
       c->tx_cap = GIN_TCP_HDR_BYTES;
     /* Queued chunks are whole operations: the goodbye may follow them. */
     for (int said = 0; c->tx && gin_net_poll_timeout_ms(deadline) > 0;) {
@@ -766,8 +769,8 @@ static void tcp_fini(void *state) {
   }
   for (int r = 0; r < n; r++) {
     if (s->conns[r].fd >= 0) close(s->conns[r].fd);
-    free(s->conns[r].tx);
-    free(s->conns[r].rx);
+    gin_arch_staging_free(s->conns[r].tx);
+    gin_arch_staging_free(s->conns[r].rx);
   }
   if (s->epfd >= 0) close(s->epfd);
   pthread_mutex_destroy(&s->lock);

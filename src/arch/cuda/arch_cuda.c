@@ -300,3 +300,15 @@ gin_result_t gin_arch_device_cpulist(char *buf, size_t len) {
   buf[strcspn(buf, "\n")] = '\0';
   return GIN_SUCCESS;
 }
+
+gin_result_t gin_arch_staging_alloc(size_t size, void **ptr_out) {
+  void *p = NULL;
+  GIN_CUDA_CALL(cudaMallocHost(&p, size ? size : 1),
+                "cudaMallocHost of a staging buffer");
+  *ptr_out = p;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_staging_free(void *ptr) {
+  if (ptr) cudaFreeHost(ptr);
+}

@@ -104,3 +104,12 @@ gin_result_t gin_arch_copy_batch(void *const *dsts, const void *const *srcs,
     memmove(dsts[i], srcs[i], sizes[i]);
   return GIN_SUCCESS;
 }
+
+gin_result_t gin_arch_staging_alloc(size_t size, void **ptr_out) {
+  void *p = malloc(size ? size : 1);
+  if (!p) return GIN_ERROR(GIN_ERR_NOMEM, "staging buffer of %zu bytes", size);
+  *ptr_out = p;
+  return GIN_SUCCESS;
+}
+
+void gin_arch_staging_free(void *ptr) { free(ptr); }
