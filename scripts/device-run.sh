@@ -15,6 +15,11 @@ log "build $(date -u +%FT%TZ)"
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 >>"$OUT/build.log" 2>&1 \
   || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
+# The same benchmarks without device-side argument checks.
+cmake -S . -B build-dev-nochecks -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
+  cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda ginrun >>"$OUT/build.log" 2>&1 \
+  || log "nochecks build failed"
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
@@ -45,6 +50,16 @@ run badinput_cuda_2 $R -n 2 --timeout 280 $T/badinput_cuda
 run badinput_cuda_4 $R -n 4 --timeout 280 $T/badinput_cuda
 run demo_cuda_4 $R -n 4 --timeout 100 build-dev/gin_demo_cuda
 run demo_cuda_2 $R -n 2 --timeout 100 build-dev/gin_demo_cuda
+# gin-perf: floors and the paths, same run; CSVs come back in logs.tgz.
+P=build-dev/gin_perf_cuda
+for g in thread warp block; do
+  run perf_direct_$g $R -n 2 --timeout 200 $P pingpong -g $g -b 8 -e 1048576 -f 4 -n 2000 -w 200 --csv $OUT/perf_direct_$g.csv
+done
+run perf_direct_bw $R -n 2 --timeout 200 $P bw -b 4096 -e 67108864 -f 4 --csv $OUT/perf_direct_bw.csv
+run perf_proxy_ipc env GIN_BACKEND=proxy $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 1000 -w 100 --csv $OUT/perf_proxy_ipc.csv
+run perf_proxy_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 500 -w 50 --csv $OUT/perf_proxy_tcp.csv
+run perf_direct_nochecks $R -n 2 --timeout 200 build-dev-nochecks/gin_perf_cuda pingpong -b 8 -e 4096 -f 8 -n 2000 -w 200
+
 # Host target on the same machine, for comparison.
 run conformance_host_4 $R -n 4 --timeout 280 $T/conformance_host
 

@@ -128,6 +128,9 @@ GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   return t;
 }
 GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {}
+/* A fine-grained per-thread cycle count (SM clock); calibrate against
+ * gin_time_ns over a long interval to turn cycles into time. */
+GIN_DEVICE_FN uint64_t gin_cycles(void) { return (uint64_t)clock64(); }
 #else
 #include <sched.h>
 #include <time.h>
@@ -171,6 +174,7 @@ GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+GIN_DEVICE_FN uint64_t gin_cycles(void) { return gin_time_ns(); }
 /* Ranks of the host target are processes that may outnumber the cores:
  * a waiter gives its core away instead of spinning it. */
 GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
