@@ -53,7 +53,7 @@ gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn) {
 
 gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn) {
   GIN_CHECK(comm_find(comm, fn));
-  if (__atomic_load_n(&comm->ctrl->abort, __ATOMIC_ACQUIRE)) {
+  if (gin_comm_aborted_by_(comm)) {
     gin_result_t res = gin_comm_get_async_error(comm);
     char why[512];
     snprintf(why, sizeof why, "%s", gin_last_error());
@@ -329,18 +329,25 @@ gin_result_t gin_comm_destroy(gin_comm_t comm) {
   return GIN_SUCCESS;
 }
 
-gin_result_t gin_comm_abort(gin_comm_t comm) {
-  GIN_CHECK(comm_find(comm, "gin_comm_abort"));
-  uint32_t who = (uint32_t)comm->rank + 1, zero = 0;
-  __atomic_compare_exchange_n(&comm->ctrl->abort, &zero, who, 0,
-                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-  for (int r = 0; r < comm->nranks; r++) {
-    gin_ctrl_t *pc = comm->peer_ctrl[r];
-    uint32_t z = 0;
+uint32_t gin_comm_aborted_by_(gin_comm_t c) {
+  uint32_t who = __atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE);
+  return who ? who : __atomic_load_n(&c->ctrl->habort, __ATOMIC_ACQUIRE);
+}
+
+void gin_comm_abort_cpu_(gin_comm_t c) {
+  uint32_t who = (uint32_t)c->rank + 1;
+  for (int r = 0; r < c->nranks; r++) {
+    gin_ctrl_t *pc = r == c->rank ? c->ctrl : c->peer_ctrl[r];
+    uint32_t zero = 0;
     if (pc)
-      __atomic_compare_exchange_n(&pc->abort, &z, who, 0, __ATOMIC_ACQ_REL,
+      __atomic_compare_exchange_n(&pc->habort, &zero, who, 0, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE);
   }
+}
+
+gin_result_t gin_comm_abort(gin_comm_t comm) {
+  GIN_CHECK(comm_find(comm, "gin_comm_abort"));
+  gin_comm_abort_cpu_(comm);
   GIN_INFO(INIT, "rank %d: communicator aborted", comm->rank);
   return GIN_SUCCESS;
 }
@@ -369,7 +376,7 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      "waited for >= %llu, saw %llu",
                      r, dev_kind_name(e->kind), id, a0 / 1000000ull, exp, seen);
   case GIN_DEVERR_ABORTED: {
-    uint32_t who = __atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE);
+    uint32_t who = gin_comm_aborted_by_(c);
     return GIN_ERROR(GIN_ERR_ABORTED,
                      "rank %d: device wait on %s %lld (waiting for >= %llu, "
                      "saw %llu) stopped: communicator aborted by rank %d",
@@ -455,10 +462,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
 
 gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
   GIN_CHECK(comm_find(comm, "gin_comm_get_async_error"));
+  /* The kernels' record first, then the proxy's. */
   const gin_dev_error_t *e = &comm->ctrl->err;
   if (__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE))
     return dev_error_report(comm, e);
-  uint32_t who = __atomic_load_n(&comm->ctrl->abort, __ATOMIC_ACQUIRE);
+  e = &comm->ctrl->herr;
+  if (__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE))
+    return dev_error_report(comm, e);
+  uint32_t who = gin_comm_aborted_by_(comm);
   if (who)
     return GIN_ERROR(GIN_ERR_ABORTED,
                      "rank %d: communicator aborted by rank %d%s", comm->rank,

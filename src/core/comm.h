@@ -86,6 +86,13 @@ gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn);
 /* Like gin_comm_check_ but succeeds on aborted communicators. */
 gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn);
 
+/* Which rank aborted the communicator (1 + rank), 0 if none: the GPU-side
+ * word first, then the CPU-side one. */
+uint32_t gin_comm_aborted_by_(gin_comm_t comm);
+/* Marks the communicator aborted from a CPU thread (this rank's and its
+ * load/store peers' CPU-side words). Works during init and destroy too. */
+void gin_comm_abort_cpu_(gin_comm_t comm);
+
 /* Allocation registry (mem.c). */
 typedef struct gin_alloc_info {
   void *base;

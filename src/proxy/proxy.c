@@ -54,7 +54,7 @@ typedef struct thread_arg {
 /* Records an error the proxy found (first one wins) and aborts. */
 static void proxy_fail(gin_comm_t c, int kind, int64_t peer, int64_t id,
                        uint64_t a0, uint64_t a1, const char *msg) {
-  gin_dev_error_t *e = &c->ctrl->err;
+  gin_dev_error_t *e = &c->ctrl->herr; /* the CPU's record */
   uint32_t zero = 0;
   if (__atomic_compare_exchange_n(&e->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE)) {
@@ -70,7 +70,7 @@ static void proxy_fail(gin_comm_t c, int kind, int64_t peer, int64_t id,
     __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
   }
   GIN_WARN(PROXY, "rank %d: %s", c->rank, msg);
-  gin_comm_abort(c);
+  gin_comm_abort_cpu_(c);
 }
 
 /* Checks window handle `v` (packed) with [off, off+bytes) against the
@@ -185,7 +185,7 @@ static gin_result_t proxy_issue(struct gin_proxy *px, const gin_xfer_t *x) {
     gin_result_t res = ops->put(px->state[t], x);
     if (res != GIN_ERR_AGAIN) return res;
     GIN_CHECK(ops->progress(px->state[t]));
-    if (__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE))
+    if (gin_comm_aborted_by_(c))
       return GIN_ERROR(GIN_ERR_ABORTED, "proxy: communicator aborted");
     if (gin_now_ns() > deadline)
       return GIN_ERROR(GIN_ERR_TIMEOUT,
@@ -228,7 +228,7 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
                "proxy rejected descriptor %llu of context %d: %s",
                (unsigned long long)r->next, r->ctx, msg);
       proxy_fail(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, r->next, 0, full);
-    } else if (!__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE)) {
+    } else if (!gin_comm_aborted_by_(c)) {
       gin_result_t res = proxy_issue(px, &x);
       if (res != GIN_SUCCESS) {
         char full[256];
@@ -311,8 +311,7 @@ static void *proxy_main(void *p) {
     /* The receiving side: a transport that fails (a peer died, sent a bad
      * operation) aborts the communicator, so nobody waits for what it
      * will never deliver. */
-    if (ta->idx == 0 &&
-        !__atomic_load_n(&px->comm->ctrl->abort, __ATOMIC_ACQUIRE))
+    if (ta->idx == 0 && !gin_comm_aborted_by_(px->comm))
       for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
         if (!px->ops[t] || px->ops[t]->progress(px->state[t]) == GIN_SUCCESS)
           continue;
@@ -411,7 +410,7 @@ gin_result_t gin_proxy_quiesce(gin_comm_t c) {
     uint64_t prod = 0;
     GIN_CHECK(gin_arch_copy(&prod, r->prod, sizeof prod));
     while (__atomic_load_n(r->cons, __ATOMIC_ACQUIRE) < prod) {
-      if (__atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE))
+      if (gin_comm_aborted_by_(c))
         return GIN_SUCCESS; /* aborted: nothing more will be consumed */
       if (gin_now_ns() > deadline)
         return GIN_ERROR(GIN_ERR_TIMEOUT,

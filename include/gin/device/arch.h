@@ -50,7 +50,9 @@ GIN_DEVICE_FN int gin_block_dim(void) { return 1; }
 /* ------------------------------------------------- cooperative groups */
 
 /* The group of threads that issues one call together. Every thread of the
- * group calls with the same arguments. */
+ * group calls with the same arguments. On the cuda target blocks are 1-D
+ * (threadIdx.x) and warp coops need whole warps (block size a multiple of
+ * 32). */
 typedef enum gin_coop {
   GIN_COOP_THREAD = 0,
   GIN_COOP_WARP = 1,
@@ -72,10 +74,27 @@ GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {
   else if (c == GIN_COOP_BLOCK)
     __syncthreads();
 }
+/* Synchronises the coop and gives every thread the same result: 0 if all
+ * threads' rc are 0, else the smallest (most negative) one. So no thread
+ * leaves a call early while the others reach a later coop barrier. */
+GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) {
+  if (c == GIN_COOP_WARP) return __reduce_min_sync(0xffffffffu, rc);
+  if (c == GIN_COOP_BLOCK) {
+    __shared__ int gin_coop_rc_word;
+    __syncthreads();
+    if (threadIdx.x == 0) gin_coop_rc_word = 0;
+    __syncthreads();
+    if (rc < 0) atomicMin(&gin_coop_rc_word, rc);
+    __syncthreads();
+    return gin_coop_rc_word;
+  }
+  return rc;
+}
 #else
 GIN_DEVICE_FN int gin_coop_size(gin_coop_t c) { return 1; }
 GIN_DEVICE_FN int gin_coop_rank(gin_coop_t c) { return 0; }
 GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {}
+GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) { return rc; }
 #endif
 
 /* ------------------------------------------------ ordering primitives */
@@ -178,10 +197,14 @@ GIN_DEVICE_FN uint64_t gin_cycles(void) { return gin_time_ns(); }
 /* Ranks of the host target are processes that may outnumber the cores:
  * a waiter gives its core away instead of spinning it. */
 GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
-  if (iter < 64)
-    __builtin_ia32_pause();
+  if (iter >= 64) sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
   else
-    sched_yield();
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  else
+    __asm__ volatile("yield");
+#endif
 }
 #endif
 

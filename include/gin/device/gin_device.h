@@ -117,9 +117,12 @@ GIN_DEVICE_FN int gin_counter_set(const gin_devcomm_t *dc, int counter,
                                   uint64_t value, gin_coop_t coop);
 
 /* Barrier over a team using barrier slot `slot` (0..nbarriers-1): returns
- * once every member has arrived; memory operations before it (of all
- * members, to any window) are visible after it. One coop at a time per
- * (team, slot). */
+ * once every member has arrived. After it, every put a member issued to
+ * this rank before its arrival has landed here (on every path), and every
+ * direct-path write issued before the barrier is visible to all members. A
+ * proxied put from A to B is not promised to be visible to a third member
+ * reading B's window through a mapping. One coop at a time per (team,
+ * slot). */
 GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
                               int slot, gin_coop_t coop);
 

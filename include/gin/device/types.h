@@ -90,12 +90,18 @@ typedef struct gin_dev_error {
   uint64_t arg0, arg1; /* kind-specific: offset and size, ... */
 } gin_dev_error_t;
 
-/* Per-rank control page: the abort word every wait polls, and the error
- * record. One per communicator, in shared host memory mapped for the GPU. */
+/* Per-rank control page: the abort words every wait polls, and the error
+ * records. One per communicator, in shared host memory mapped for the GPU.
+ * CPU and GPU atomics on one mapped word are not atomic with each other,
+ * so each side has its own: `abort`/`err` are written by GPUs only (this
+ * rank's kernels and its load/store peers'), `habort`/`herr` by CPUs only
+ * (gin_comm_abort, the proxy). The value of an abort word is 1 + the rank
+ * that aborted. */
 typedef struct gin_ctrl {
   volatile uint32_t abort;
-  uint32_t pad_;
+  volatile uint32_t habort;
   gin_dev_error_t err;
+  gin_dev_error_t herr;
 } gin_ctrl_t;
 
 /* Team: a set of world ranks. ranks == NULL means ranks 0..size-1. */

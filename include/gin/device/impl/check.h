@@ -146,7 +146,8 @@ GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
      * every 256 polls, never on the first. */
     if ((iter & 255) == 255) {
       uint64_t now = gin_time_ns();
-      if (gin_load_acquire_u32(&dc->ctrl->abort))
+      if (gin_load_acquire_u32(&dc->ctrl->abort) |
+          gin_load_acquire_u32(&dc->ctrl->habort))
         return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, peer, id,
                              least, v, (uint64_t)kind, 0);
       if (now - t0 > dc->timeout_ns)

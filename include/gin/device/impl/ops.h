@@ -66,7 +66,8 @@ GIN_DEVICE_FN int gin_team_world_rank(gin_team_t team, int peer) {
 }
 
 GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc) {
-  return gin_load_acquire_u32(&dc->ctrl->abort) != 0;
+  return (gin_load_acquire_u32(&dc->ctrl->abort) |
+          gin_load_acquire_u32(&dc->ctrl->habort)) != 0;
 }
 
 /* ------------------------------------------------------- remote actions */
@@ -139,8 +140,7 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
       gin_store_release_u32(&d->flag, (uint32_t)(s / ring->size) + 1);
     }
   }
-  gin_coop_sync(coop);
-  return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 /* Waits until the proxy consumed everything posted on ctx so far. */
@@ -174,8 +174,10 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if (dc->path[w] == GIN_PATH_PROXY)
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
                          bytes, remote, local, coop);
-  /* Direct path: this coop's threads move the bytes themselves. */
+  /* Direct path: this coop's threads move the bytes themselves, once all
+   * of them have written their part of the source (as on the proxy path). */
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
+  gin_coop_sync(coop);
   gin_copy_coop(dw->base[w] + dst_off, sw->base[dc->rank] + src_off, bytes, cr,
                 cs);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
@@ -186,7 +188,7 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     if (rc == GIN_SUCCESS && local.kind == GIN_LOCAL_COUNTER_INC)
       gin_add_release_u64(&dc->counters[local.counter], 1);
   }
-  return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
@@ -219,8 +221,7 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
     }
     rc = gin_dev_remote_(dc, w, remote, 1);
   }
-  gin_coop_sync(coop);
-  return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
@@ -242,7 +243,7 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   }
   gin_coop_sync(coop);
   if (gin_coop_rank(coop) == 0) rc = gin_dev_remote_(dc, w, remote, 2);
-  return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
@@ -252,7 +253,7 @@ GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
    * consumed them. */
   gin_coop_sync(coop);
   if (rc == GIN_SUCCESS) rc = gin_dev_ring_drain_(dc, ctx);
-  return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 /* -------------------------------------------------------------- signals */
@@ -288,8 +289,7 @@ GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
     rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
                        least, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
   if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
-  gin_coop_sync(coop);
-  return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 GIN_DEVICE_FN int gin_signal_reset(const gin_devcomm_t *dc, int signal,
@@ -339,7 +339,7 @@ gin_signal_wait_follow_shadow(const gin_devcomm_t *dc, int signal,
                      old + least_delta, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal,
                      -1);
   if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
-  gin_coop_sync(coop);
+  rc = gin_coop_rc(coop, rc);
   /* Thread 0 decides the new shadow; the coop reads it back so every
    * thread reports the same before/delta. */
   if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0)
@@ -370,8 +370,7 @@ GIN_DEVICE_FN int gin_counter_wait(const gin_devcomm_t *dc, int counter,
     rc = gin_dev_wait_(dc, &dc->counters[counter], gin_dev_pcnt_(dc, counter),
                        least, GIN_COUNTER_BITS, GIN_DEVERR_TIMEOUT_COUNTER,
                        counter, -1);
-  gin_coop_sync(coop);
-  return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 GIN_DEVICE_FN int gin_counter_set(const gin_devcomm_t *dc, int counter,
@@ -415,10 +414,11 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
    * deliver each peer's operations in the order they were consumed). */
   gin_coop_sync(coop);
   gin_fence_system();
-  for (int x = 0; x < dc->nctx; x++) {
-    int rc = gin_dev_ring_drain_(dc, x);
-    if (rc) return rc;
-  }
+  int rc = GIN_SUCCESS;
+  for (int x = 0; x < dc->nctx && rc == GIN_SUCCESS; x++)
+    rc = gin_dev_ring_drain_(dc, x);
+  /* Every thread leaves together (the drain polls per thread). */
+  if ((rc = gin_coop_rc(coop, rc))) return rc;
   uint64_t epoch = dc->bar_epoch[idx] + 1;
   for (int m = 0; m < team.size; m++) {
     int w = gin_team_world_rank(team, m);
@@ -428,18 +428,19 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
       gin_window_t none;
       none.idx = 0;
       none.gen = 0;
-      int rc = gin_dev_post_(dc, 0, GIN_OP_BARRIER, w, none, 0, none, 0, 0,
-                             gin_remote_signal_add(dc->nsignals + idx, 1),
-                             gin_local_none(), coop);
+      /* gin_dev_post_ returns the same result to the whole coop. */
+      rc = gin_dev_post_(dc, 0, GIN_OP_BARRIER, w, none, 0, none, 0, 0,
+                         gin_remote_signal_add(dc->nsignals + idx, 1),
+                         gin_local_none(), coop);
       if (rc) return rc;
     } else if (m % cs == cr) {
       gin_add_release_u64(&dc->peer_bar[w][idx], 1);
     }
   }
-  int rc = gin_dev_wait_(
-      dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
-      epoch * (uint64_t)team.size, 64, GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
-  gin_coop_sync(coop);
+  rc = gin_dev_wait_(dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
+                     epoch * (uint64_t)team.size, 64,
+                     GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
+  rc = gin_coop_rc(coop, rc);
   if (cr == 0) dc->bar_epoch[idx] = epoch;
   gin_coop_sync(coop);
   return rc;
