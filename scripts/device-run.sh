@@ -57,7 +57,7 @@ for g in thread warp block; do
 done
 run perf_direct_bw $R -n 2 --timeout 200 $P bw -b 4096 -e 67108864 -f 4 --csv $OUT/perf_direct_bw.csv
 run perf_proxy_ipc env GIN_BACKEND=proxy $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 1000 -w 100 --csv $OUT/perf_proxy_ipc.csv
-run perf_proxy_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 500 -w 50 --csv $OUT/perf_proxy_tcp.csv
+run perf_proxy_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 300 -w 30 --csv $OUT/perf_proxy_tcp.csv
 run perf_direct_nochecks $R -n 2 --timeout 200 build-dev-nochecks/gin_perf_cuda pingpong -b 8 -e 4096 -f 8 -n 2000 -w 200
 
 # Host target on the same machine, for comparison.

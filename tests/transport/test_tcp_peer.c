@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,37 @@ static gin_result_t put(rank_ctx_t *r, gin_xfer_t x) {
   while ((res = r->ops->put(r->st, &x)) == GIN_ERR_AGAIN && gin_now_ns() < end)
     r->ops->progress(r->st);
   return res;
+}
+
+/* What a rank's proxy thread does while the application waits: keep
+ * progressing. */
+typedef struct progress_bg {
+  rank_ctx_t *r;
+  int stop;
+} progress_bg_t;
+
+static void *progress_main(void *p) {
+  progress_bg_t *bg = (progress_bg_t *)p;
+  while (!__atomic_load_n(&bg->stop, __ATOMIC_ACQUIRE)) {
+    bg->r->ops->progress(bg->r->st);
+    usleep(100);
+  }
+  return NULL;
+}
+
+/* A bootstrap barrier that keeps progressing meanwhile, as a real rank's
+ * proxy does. A rank that has received everything may still hold queued
+ * bytes for a peer (put copies into the send ring, progress writes it to
+ * the socket as the peer reads): blocking without progress would keep that
+ * peer waiting for them until its deadline. */
+static void barrier_progressing(rank_ctx_t *r) {
+  progress_bg_t bg = {.r = r};
+  pthread_t t;
+  int started = pthread_create(&t, NULL, progress_main, &bg) == 0;
+  CHECK(started, "progress thread");
+  gin_bs_barrier(r->c.bs);
+  __atomic_store_n(&bg.stop, 1, __ATOMIC_RELEASE);
+  if (started) pthread_join(t, NULL);
 }
 
 static gin_xfer_t xfer(int peer, const void *src, uint64_t bytes,
@@ -432,7 +464,7 @@ static void sc_traffic(rank_ctx_t *r) {
     CHECK(ok && mode == 1, "data, signal and mode from rank %d", p);
   }
   free(src);
-  gin_bs_barrier(r->c.bs);
+  barrier_progressing(r); /* peers may still wait for our queued bytes */
   r->ops->fini(r->st);
 }
 

@@ -351,6 +351,7 @@ int main(int argc, char **argv) {
          bytes = (size_t)(bytes * o.f) > bytes ? (size_t)(bytes * o.f)
                                                : bytes + 1) {
       perf_args_t w = a;
+      w.coop = GIN_COOP_BLOCK; /* each block issues its puts as one coop */
       w.bytes = bytes;
       w.iters = bw_iters;
       w.base = bwbase++;
