@@ -60,6 +60,11 @@ gin_result_t gin_bs_root_start(int nranks, const char *addr, int port,
                                const uint8_t secret[16], int64_t timeout_ms,
                                gin_unique_id_t *uid_out);
 
+/* The root port the mpirun/srun/torchrun conventions derive from a job id
+ * (as gin_comm_init_from_env forms it, e.g. "ompi:<jobid>") when no port
+ * is set: in [20000, 60000). */
+int gin_env_derived_port(const char *jobid);
+
 typedef struct gin_bs gin_bs_t;
 
 /* Joins the job: registers with the root, gets every rank's address,

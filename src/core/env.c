@@ -135,6 +135,10 @@ static uint64_t env_hash(const char *s, uint64_t seed) {
   return h ^ (h >> 31);
 }
 
+int gin_env_derived_port(const char *jobid) {
+  return ENV_PORT_MIN + (int)(env_hash(jobid, 0) % ENV_PORT_SPAN);
+}
+
 static void env_hash16(const char *s, uint8_t out[16]) {
   uint64_t a = env_hash(s, 0x67696e2d73656372ull), b = env_hash(s, a);
   for (int i = 0; i < 8; i++) {
@@ -154,7 +158,7 @@ static gin_result_t env_port(const env_job_t *job, int *port_out) {
         env_int("MASTER_PORT", 1, 65535 - job->port_offset, job->launcher, &p));
     p += job->port_offset;
   } else if (job->jobid[0]) {
-    p = ENV_PORT_MIN + (long)(env_hash(job->jobid, 0) % ENV_PORT_SPAN);
+    p = gin_env_derived_port(job->jobid);
   } else {
     return GIN_ERROR(GIN_ERR_INVALID,
                      "gin_comm_init_from_env: %s gives no "

@@ -159,6 +159,20 @@ static int free_port(void) {
   return port;
 }
 
+/* Whether a listener could bind 127.0.0.1:port now. */
+static int port_bindable(int port) {
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, ok = 0;
+  if (fd >= 0) {
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0;
+    close(fd);
+  }
+  return ok;
+}
+
 /* ----------------------------------------------------------- hello */
 
 static void test_hello_check(void) {
@@ -801,9 +815,17 @@ static void run_env_case(const env_case_t *c, int nranks) {
 }
 
 static void test_env(void) {
-  char jobid[64], port[32], mport[32], uidvar[300];
-  snprintf(jobid, sizeof jobid, "OMPI_MCA_ess_base_jobid=t%d.%llu",
-           (int)getpid(), (unsigned long long)now_ms());
+  char jobid[96], port[32], mport[32], uidvar[300];
+  /* A job id whose derived port is free now: the port is derived, not
+   * chosen, so a leftover socket in TIME_WAIT there would fail the bind. */
+  for (int k = 0; k < 50; k++) {
+    char id[48], full[64];
+    snprintf(id, sizeof id, "t%d.%llu.%d", (int)getpid(),
+             (unsigned long long)now_ms(), k);
+    snprintf(full, sizeof full, "ompi:%s", id);
+    snprintf(jobid, sizeof jobid, "OMPI_MCA_ess_base_jobid=%s", id);
+    if (port_bindable(gin_env_derived_port(full))) break;
+  }
   env_case_t ompi = {
       .name = "Open MPI, derived port",
       .vars = {"OMPI_COMM_WORLD_RANK=%d", "OMPI_COMM_WORLD_SIZE=3", jobid}};
