@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 NRANKS ?= 4
 CMAKE_FLAGS ?=
 
-.PHONY: all build run test asan format format-check clean deps
+.PHONY: all build run test asan tsan format format-check clean deps
 
 all: build
 
@@ -35,6 +35,12 @@ test: build
 asan:
 	$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DGIN_CUDA=OFF -DGIN_SANITIZE=address,undefined" test
 
+# ThreadSanitizer over the proxy, ring and transport tests and the suite
+# (tcp_peer forks after starting threads, which TSan does not support).
+tsan:
+	$(MAKE) BUILD=build-tsan CMAKE_FLAGS="-DGIN_CUDA=OFF -DGIN_SANITIZE=thread" build
+	cd build-tsan && TSAN_OPTIONS=die_after_fork=0 ctest --output-on-failure -j 2 --timeout 600 -R "proxy|tcp|conformance_host_[0-9]" -E "tcp_peer"
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
@@ -42,4 +48,4 @@ format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
