@@ -3,6 +3,7 @@
 # suite with 2, 4 and 8 ranks on the one GPU under MPS, the bad-input suite,
 # the demo, and compute-sanitizer memcheck on one configuration.
 # Logs go to $OUT (or ./device-out). Usage: scripts/device-run.sh
+# (MODE=perf: only the build and gin-perf).
 set -u
 OUT=${OUT:-$PWD/device-out}
 FINAL=$OUT
@@ -38,6 +39,7 @@ run() { # name, command...
   tail -4 "$OUT/$name.log" | sed 's/^/    /' | tee -a "$OUT/summary.txt"
 }
 
+if [ "${MODE:-all}" != perf ]; then
 for n in 2 4 8; do run conformance_cuda_$n $R -n $n --timeout 280 $T/conformance_cuda; done
 # The proxy path on the GPU: ring in mapped host memory, CPU proxy, ipc
 # transport (copy engine), signals in mapped host memory.
@@ -50,16 +52,19 @@ run badinput_cuda_2 $R -n 2 --timeout 280 $T/badinput_cuda
 run badinput_cuda_4 $R -n 4 --timeout 280 $T/badinput_cuda
 run demo_cuda_4 $R -n 4 --timeout 100 build-dev/gin_demo_cuda
 run demo_cuda_2 $R -n 2 --timeout 100 build-dev/gin_demo_cuda
+fi
+
 # gin-perf: floors and the paths, same run; CSVs come back in logs.tgz.
 P=build-dev/gin_perf_cuda
 for g in thread warp block; do
   run perf_direct_$g $R -n 2 --timeout 200 $P pingpong -g $g -b 8 -e 1048576 -f 4 -n 2000 -w 200 --csv $OUT/perf_direct_$g.csv
 done
-run perf_direct_bw $R -n 2 --timeout 200 $P bw -b 4096 -e 67108864 -f 4 --csv $OUT/perf_direct_bw.csv
+run perf_direct_bw $R -n 2 --timeout 200 $P bw -b 4096 -e 16777216 -f 4 --csv $OUT/perf_direct_bw.csv
 run perf_proxy_ipc env GIN_BACKEND=proxy $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 1000 -w 100 --csv $OUT/perf_proxy_ipc.csv
 run perf_proxy_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 300 -w 30 --csv $OUT/perf_proxy_tcp.csv
 run perf_direct_nochecks $R -n 2 --timeout 200 build-dev-nochecks/gin_perf_cuda pingpong -b 8 -e 4096 -f 8 -n 2000 -w 200
 
+if [ "${MODE:-all}" != perf ]; then
 # Host target on the same machine, for comparison.
 run conformance_host_4 $R -n 4 --timeout 280 $T/conformance_host
 
@@ -69,6 +74,7 @@ run memcheck_mps_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --err
 echo quit | nvidia-cuda-mps-control; sleep 1
 if ! grep -q "ERROR SUMMARY: 0 errors" "$OUT/memcheck_mps_2.log"; then
   run memcheck_nomps_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $T/conformance_cuda
+fi
 fi
 log "done $(date -u +%FT%TZ)"
 cp "$OUT/summary.txt" "$FINAL/summary.txt"

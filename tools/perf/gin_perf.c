@@ -234,7 +234,7 @@ static void parse(int argc, char **argv, opts_t *o) {
     fprintf(stderr, "gin-perf: need 1 <= -b <= -e, -f > 1, -n >= 1\n");
     exit(2);
   }
-  if (o->blocks <= 0) o->blocks = strcmp(perf_target_name(), "cuda") ? 1 : 8;
+  if (o->blocks <= 0) o->blocks = perf_default_blocks();
 }
 
 int main(int argc, char **argv) {

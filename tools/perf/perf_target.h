@@ -49,6 +49,13 @@ static inline double perf_copy_us(void *dst, const void *src, size_t n,
   return (double)ms * 1000.0 / reps;
 }
 static inline const char *perf_target_name(void) { return "cuda"; }
+/* Bandwidth runs one block per SM by default. */
+static inline int perf_default_blocks(void) {
+  int dev = 0, n = 8;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+  return n > 0 ? n : 8;
+}
 #else
 static inline int perf_have_device(void) { return 1; }
 static inline int perf_hostflag_alloc(size_t n, void **host, void **dev) {
@@ -66,6 +73,7 @@ static inline double perf_copy_us(void *dst, const void *src, size_t n,
   return (perf_now_us() - t0) / reps;
 }
 static inline const char *perf_target_name(void) { return "host"; }
+static inline int perf_default_blocks(void) { return 1; }
 #endif
 
 #endif

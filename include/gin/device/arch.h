@@ -141,6 +141,19 @@ GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
   return atomicCAS_system((unsigned int *)p, expect, v);
 }
 GIN_DEVICE_FN void gin_fence_system(void) { __threadfence_system(); }
+/* Reads of tables that do not change while kernels run (window table,
+ * peer pointer tables, paths): through the read-only cache, which the
+ * acquire loads of the waits do not flush. */
+GIN_DEVICE_FN uint64_t gin_ro_u64(const uint64_t *p) {
+  return (uint64_t)__ldg((const unsigned long long *)p);
+}
+GIN_DEVICE_FN uint32_t gin_ro_u32(const uint32_t *p) { return __ldg(p); }
+GIN_DEVICE_FN uint8_t gin_ro_u8(const uint8_t *p) {
+  return (uint8_t)__ldg((const unsigned char *)p);
+}
+GIN_DEVICE_FN void *gin_ro_ptr(void *const *p) {
+  return (void *)__ldg((const unsigned long long *)p);
+}
 GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -188,6 +201,10 @@ GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
 GIN_DEVICE_FN void gin_fence_system(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
+GIN_DEVICE_FN uint64_t gin_ro_u64(const uint64_t *p) { return *p; }
+GIN_DEVICE_FN uint32_t gin_ro_u32(const uint32_t *p) { return *p; }
+GIN_DEVICE_FN uint8_t gin_ro_u8(const uint8_t *p) { return *p; }
+GIN_DEVICE_FN void *gin_ro_ptr(void *const *p) { return *p; }
 GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -57,19 +57,31 @@ GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
   return GIN_SUCCESS;
 }
 
-/* The window slot for handle w, or NULL (after recording) if w is not live. */
-GIN_DEVICE_FN const gin_dev_window_t *
-gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w, int64_t peer) {
-  if (w.idx >= dc->max_windows) {
-    gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, 0);
-    return NULL;
-  }
+/* Copies window slot w.idx into *out (read-only loads); records and
+ * returns GIN_ERR_INVALID if w is not live. */
+GIN_DEVICE_FN int gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w,
+                                  int64_t peer, gin_dev_window_t *out) {
+  if (w.idx >= dc->max_windows)
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, 0);
   const gin_dev_window_t *dw = &dc->windows[w.idx];
-  if (GIN_DEV_CHECKS_ON && (!dw->live || dw->gen != w.gen)) {
-    gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, dw->gen);
-    return NULL;
-  }
-  return dw;
+  out->size = gin_ro_u64(&dw->size);
+  out->gen = gin_ro_u32(&dw->gen);
+  out->live = gin_ro_u32(&dw->live);
+  out->base = (char **)gin_ro_ptr((void *const *)&dw->base);
+  if (GIN_DEV_CHECKS_ON && (!out->live || out->gen != w.gen))
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen,
+                        out->gen);
+  return GIN_SUCCESS;
+}
+
+/* Rank w's base of a window copied by gin_dev_window_. */
+GIN_DEVICE_FN char *gin_dev_base_(const gin_dev_window_t *dw, int w) {
+  return (char *)gin_ro_ptr((void *const *)&dw->base[w]);
+}
+
+/* The path to world rank w. */
+GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
+  return gin_ro_u8(&dc->path[w]);
 }
 
 /* [off, off+bytes) must lie inside the window (overflow-safe). */

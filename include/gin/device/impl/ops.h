@@ -82,16 +82,18 @@ GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
    * the waiter reports a signal that saw both kinds. The release below
    * orders this mark before the signal update. */
   if (GIN_DEV_CHECKS_ON)
-    gin_or_relaxed_u32(&dc->peer_sigmode[w][remote.signal],
+    gin_or_relaxed_u32(&((uint32_t *)gin_ro_ptr(
+                           (void *const *)&dc->peer_sigmode[w]))[remote.signal],
                        remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
                                                             : GIN_SIGMODE_ADD);
   if (coop_size > 1) gin_fence_system();
-  gin_add_release_u64(&dc->peer_signals[w][remote.signal], remote.value);
+  uint64_t *sig = (uint64_t *)gin_ro_ptr((void *const *)&dc->peer_signals[w]);
+  gin_add_release_u64(&sig[remote.signal], remote.value);
   return GIN_SUCCESS;
 }
 
 GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
-  switch (dc->path[w]) {
+  switch (gin_dev_path_(dc, w)) {
   case GIN_PATH_SELF:
   case GIN_PATH_DIRECT: return GIN_SUCCESS;
   case GIN_PATH_PROXY:
@@ -100,10 +102,20 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
   default: break;
   }
   return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w, -1,
-                       0, dc->path[w], 0, 0);
+                       0, gin_dev_path_(dc, w), 0, 0);
 }
 
 /* ---------------------------------------------------------------- proxy */
+
+/* Copies ctx's ring description (read-only loads). */
+GIN_DEVICE_FN void gin_dev_ring_(const gin_devcomm_t *dc, int ctx,
+                                 gin_ring_t *r) {
+  const gin_ring_t *g = &dc->rings[ctx];
+  r->slots = (gin_desc_t *)gin_ro_ptr((void *const *)&g->slots);
+  r->prod = (uint64_t *)gin_ro_ptr((void *const *)&g->prod);
+  r->cons = (const uint64_t *)gin_ro_ptr((void *const *)&g->cons);
+  r->size = gin_ro_u32(&g->size);
+}
 
 /* Posts one descriptor on ctx's ring; called by every thread of the coop,
  * thread 0 posts after the coop synchronised (so the proxy sees every
@@ -116,7 +128,8 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
   int rc = GIN_SUCCESS;
   gin_coop_sync(coop);
   if (gin_coop_rank(coop) == 0) {
-    gin_ring_t *ring = &dc->rings[ctx];
+    gin_ring_t rv, *ring = &rv;
+    gin_dev_ring_(dc, ctx, ring);
     uint64_t s = gin_fetch_add_relaxed_u64(ring->prod, 1);
     if (s - gin_load_acquire_u64(ring->cons) >= ring->size)
       rc = gin_dev_wait_(dc, ring->cons, NULL, s - ring->size + 1, 64,
@@ -146,7 +159,8 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
 /* Waits until the proxy consumed everything posted on ctx so far. */
 GIN_DEVICE_FN int gin_dev_ring_drain_(const gin_devcomm_t *dc, int ctx) {
   if (!dc->rings) return GIN_SUCCESS;
-  gin_ring_t *ring = &dc->rings[ctx];
+  gin_ring_t rv, *ring = &rv;
+  gin_dev_ring_(dc, ctx, ring);
   uint64_t p = gin_load_acquire_u64(ring->prod);
   return gin_dev_wait_(dc, ring->cons, NULL, p, 64, GIN_DEVERR_TIMEOUT_FLUSH,
                        ctx, -1);
@@ -162,24 +176,26 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   int w = 0, rc;
   if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
     return rc;
-  const gin_dev_window_t *dw = gin_dev_window_(dc, dst, w);
-  const gin_dev_window_t *sw = dw ? gin_dev_window_(dc, src, dc->rank) : NULL;
-  if (!sw) return GIN_ERR_INVALID;
+  gin_dev_window_t dwv, swv;
+  if ((rc = gin_dev_window_(dc, dst, w, &dwv)) ||
+      (rc = gin_dev_window_(dc, src, dc->rank, &swv)))
+    return rc;
+  const gin_dev_window_t *dw = &dwv, *sw = &swv;
   if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, bytes)) ||
       (rc = gin_dev_range_(dc, sw, src, dc->rank, src_off, bytes)) ||
       (rc = gin_dev_actions_(dc, w, remote, local)) ||
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
 
-  if (dc->path[w] == GIN_PATH_PROXY)
+  if (gin_dev_path_(dc, w) == GIN_PATH_PROXY)
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
                          bytes, remote, local, coop);
   /* Direct path: this coop's threads move the bytes themselves, once all
    * of them have written their part of the source (as on the proxy path). */
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   gin_coop_sync(coop);
-  gin_copy_coop(dw->base[w] + dst_off, sw->base[dc->rank] + src_off, bytes, cr,
-                cs);
+  gin_copy_coop(gin_dev_base_(dw, w) + dst_off,
+                gin_dev_base_(sw, dc->rank) + src_off, bytes, cr, cs);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
     return GIN_SUCCESS;
   gin_coop_sync(coop);
@@ -198,8 +214,9 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
   int w = 0, rc;
   if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
     return rc;
-  const gin_dev_window_t *dw = gin_dev_window_(dc, dst, w);
-  if (!dw) return GIN_ERR_INVALID;
+  gin_dev_window_t dwv;
+  if ((rc = gin_dev_window_(dc, dst, w, &dwv))) return rc;
+  const gin_dev_window_t *dw = &dwv;
   if (GIN_DEV_CHECKS_ON && (bytes < 1 || bytes > 8))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_RANGE, w, dst.idx, dst_off,
                         (uint64_t)bytes);
@@ -207,12 +224,12 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
       (rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
-  if (dc->path[w] == GIN_PATH_PROXY)
+  if (gin_dev_path_(dc, w) == GIN_PATH_PROXY)
     return gin_dev_post_(dc, ctx, GIN_OP_PUT_VALUE, w, dst, dst_off, dst, value,
                          (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
   if (cr == 0) {
-    char *d = dw->base[w] + dst_off;
+    char *d = gin_dev_base_(dw, w) + dst_off;
     if (bytes == 8 && ((uintptr_t)d & 7) == 0) {
       *(uint64_t *)d = value;
     } else {
@@ -234,7 +251,7 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if ((rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
-  if (dc->path[w] == GIN_PATH_PROXY) {
+  if (gin_dev_path_(dc, w) == GIN_PATH_PROXY) {
     gin_window_t none;
     none.idx = 0;
     none.gen = 0;
@@ -422,7 +439,7 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
   uint64_t epoch = dc->bar_epoch[idx] + 1;
   for (int m = 0; m < team.size; m++) {
     int w = gin_team_world_rank(team, m);
-    if (dc->path[w] == GIN_PATH_PROXY) {
+    if (gin_dev_path_(dc, w) == GIN_PATH_PROXY) {
       /* Arrival as a signal on the barrier counter, which follows the
        * signals in the peer's signal memory. */
       gin_window_t none;
@@ -434,7 +451,8 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
                          gin_local_none(), coop);
       if (rc) return rc;
     } else if (m % cs == cr) {
-      gin_add_release_u64(&dc->peer_bar[w][idx], 1);
+      gin_add_release_u64(
+          &((uint64_t *)gin_ro_ptr((void *const *)&dc->peer_bar[w]))[idx], 1);
     }
   }
   rc = gin_dev_wait_(dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
@@ -452,9 +470,12 @@ GIN_DEVICE_FN void *gin_window_peer_ptr(const gin_devcomm_t *dc,
   int w = gin_team_world_rank(team, peer);
   if (w < 0 || w >= dc->nranks || win.idx >= dc->max_windows) return NULL;
   const gin_dev_window_t *dw = &dc->windows[win.idx];
-  if (!dw->live || dw->gen != win.gen || off > dw->size || !dw->base[w])
+  if (!gin_ro_u32(&dw->live) || gin_ro_u32(&dw->gen) != win.gen ||
+      off > gin_ro_u64(&dw->size))
     return NULL;
-  return dw->base[w] + off;
+  char **base = (char **)gin_ro_ptr((void *const *)&dw->base);
+  char *b = (char *)gin_ro_ptr((void *const *)&base[w]);
+  return b ? b + off : NULL;
 }
 
 #endif
