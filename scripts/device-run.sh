@@ -76,6 +76,7 @@ if ! grep -q "ERROR SUMMARY: 0 errors" "$OUT/memcheck_mps_2.log"; then
   run memcheck_nomps_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $T/conformance_cuda
 fi
 fi
+echo quit | nvidia-cuda-mps-control 2>/dev/null
 log "done $(date -u +%FT%TZ)"
 cp "$OUT/summary.txt" "$FINAL/summary.txt"
 tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
