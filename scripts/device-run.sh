@@ -62,6 +62,8 @@ done
 run perf_direct_bw $R -n 2 --timeout 200 $P bw -b 4096 -e 16777216 -f 4 --csv $OUT/perf_direct_bw.csv
 run perf_proxy_ipc env GIN_BACKEND=proxy $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 1000 -w 100 --csv $OUT/perf_proxy_ipc.csv
 run perf_proxy_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 300 -w 30 --csv $OUT/perf_proxy_tcp.csv
+run perf_ring_null env GIN_BACKEND=proxy GIN_TRANSPORT=null $R -n 2 --timeout 200 $P ring -n 5000 -w 500 --blocks 8
+run perf_ring_null_4threads env GIN_BACKEND=proxy GIN_TRANSPORT=null GIN_PROXY_THREADS=4 $R -n 2 --timeout 200 $P ring -n 5000 -w 500 --blocks 8
 run perf_direct_nochecks $R -n 2 --timeout 200 build-dev-nochecks/gin_perf_cuda pingpong -b 8 -e 4096 -f 8 -n 2000 -w 200
 
 if [ "${MODE:-all}" != perf ]; then

@@ -473,7 +473,11 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
     res = gin_arch_hostmem_alloc(r->mem_bytes, &r->mem, &r->mem_dev, &h,
                                  &r->mem_cookie);
     if (res == GIN_SUCCESS)
-      res = gin_arch_dev_alloc(sizeof(uint64_t), (void **)&r->prod);
+      res = gin_arch_dev_alloc(2 * sizeof(uint64_t), (void **)&r->prod);
+    if (res == GIN_SUCCESS) { /* producer index 0, credit limit `size` */
+      uint64_t init[2] = {0, (uint64_t)size};
+      res = gin_arch_copy(r->prod, init, sizeof init);
+    }
     if (res != GIN_SUCCESS) break;
     r->slots = (gin_desc_t *)r->mem;
     r->cons = (uint64_t *)((char *)r->mem + (size_t)size * sizeof(gin_desc_t));

@@ -116,6 +116,41 @@ GIN_KERNEL(k_bw, perf_args_t) {
   }
 }
 
+/* The ring alone (run with GIN_BACKEND=proxy GIN_TRANSPORT=null): puts to
+ * this rank. raw == 0: one thread, put + flush per iteration (the GPU ->
+ * proxy -> GPU round trip); raw == 1: every thread of every block posts
+ * `iters` puts, then each block flushes (the descriptor rate). */
+GIN_KERNEL(k_ring, perf_args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank;
+  if (!args.raw) {
+    uint64_t t_start = 0, c_start = 0;
+    for (int i = 0; i < args.warmup + args.iters; i++) {
+      if (i == args.warmup) {
+        t_start = gin_time_ns();
+        c_start = gin_cycles();
+      }
+      uint64_t c0 = gin_cycles();
+      gin_put(dc, 0, world, me, args.win, DATA + 64, args.win, DATA, 8,
+              gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
+      gin_flush(dc, 0, GIN_COOP_THREAD);
+      if (i >= args.warmup) args.samples[i - args.warmup] = gin_cycles() - c0;
+    }
+    args.samples[args.iters] = gin_time_ns() - t_start;
+    args.samples[args.iters + 1] = gin_cycles() - c_start;
+    return;
+  }
+  uint64_t t0 = gin_time_ns();
+  int ctx = gin_block_idx() % dc->nctx;
+  for (int i = 0; i < args.iters; i++)
+    gin_put(dc, ctx, world, me, args.win, DATA + 64, args.win, DATA, 8,
+            gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
+  gin_flush(dc, ctx, GIN_COOP_BLOCK);
+  if (gin_block_idx() == 0 && gin_thread_idx() == 0)
+    args.samples[0] = gin_time_ns() - t0;
+}
+
 /* GPU writes a pinned host word, a CPU thread answers in another. */
 GIN_KERNEL(k_hostflag, perf_args_t) {
   uint64_t *ping = (uint64_t *)(args.hostflag), *pong = ping + 8;
@@ -201,7 +236,8 @@ static void parse(int argc, char **argv, opts_t *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int has = v != NULL;
-    if (!strcmp(a, "pingpong") || !strcmp(a, "bw") || !strcmp(a, "all"))
+    if (!strcmp(a, "pingpong") || !strcmp(a, "bw") || !strcmp(a, "all") ||
+        !strcmp(a, "ring"))
       o->test = a;
     else if (!strcmp(a, "-b") && has)
       o->b = strtoull(argv[++i], NULL, 0);
@@ -373,6 +409,35 @@ int main(int argc, char **argv) {
         fprintf(csv, "%s,bw,block,%zu,,,%.3f,device_copy_gbps,%.3f,%.3f\n",
                 perf_target_name(), bytes, gbps, cgbps, gbps / cgbps);
     }
+  }
+  if (!strcmp(o.test, "ring")) {
+    /* Calibrate cycles against the clock over the latency loop. */
+    perf_args_t r = a;
+    r.raw = 0;
+    CHECK(gin_launch(k_ring, 1, 1, 0, &r));
+    CHECK(gin_stream_synchronize(0));
+    CHECK(gin_comm_get_async_error(comm));
+    size_t ns_bytes = sizeof(uint64_t) * (size_t)(o.iters + 2);
+    uint64_t *s = (uint64_t *)malloc(ns_bytes);
+    CHECK(gin_mem_copy(s, samples, ns_bytes));
+    double nspc = s[o.iters + 1] ? (double)s[o.iters] / s[o.iters + 1] : 1;
+    qsort(s, (size_t)o.iters, sizeof *s, cmp_u64);
+    r.raw = 1;
+    int threads = threads_for(GIN_COOP_BLOCK) > 1 ? 128 : 1;
+    CHECK(gin_comm_barrier(comm));
+    CHECK(gin_launch(k_ring, o.blocks, threads, 0, &r));
+    CHECK(gin_stream_synchronize(0));
+    CHECK(gin_comm_get_async_error(comm));
+    uint64_t ns = 0;
+    CHECK(gin_mem_copy(&ns, samples, sizeof ns));
+    double rate = (double)o.blocks * threads * o.iters / (double)ns * 1e3;
+    if (rank == 0)
+      printf("ring: put+flush round trip median %.2f us (p99 %.2f); %d "
+             "blocks x %d threads x %d puts: %.1f M descriptors/s\n",
+             s[o.iters / 2] * nspc / 1000.0,
+             s[(size_t)(o.iters * 0.99)] * nspc / 1000.0, o.blocks, threads,
+             o.iters, rate);
+    free(s);
   }
   if (csv) fclose(csv);
   CHECK(gin_comm_barrier(comm));

@@ -140,6 +140,11 @@ GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
 GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
   return atomicCAS_system((unsigned int *)p, expect, v);
 }
+/* *p = max(*p, v) with release, among this GPU's threads. */
+GIN_DEVICE_FN void gin_max_release_u64(uint64_t *p, uint64_t v) {
+  asm volatile("red.release.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
 GIN_DEVICE_FN void gin_fence_system(void) { __threadfence_system(); }
 /* Reads of tables that do not change while kernels run (window table,
  * peer pointer tables, paths): through the read-only cache, which the
@@ -197,6 +202,12 @@ GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
   __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQ_REL,
                               __ATOMIC_ACQUIRE);
   return expect;
+}
+GIN_DEVICE_FN void gin_max_release_u64(uint64_t *p, uint64_t v) {
+  uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (cur < v && !__atomic_compare_exchange_n(
+                        p, &cur, v, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
 }
 GIN_DEVICE_FN void gin_fence_system(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -9,7 +9,10 @@
  * lap(s) = s / size. The consumer waits for that flag value in slot
  * s % size, so a stale descriptor from an earlier lap is never mistaken for
  * a new one, and flags never need clearing. It then advances the consumer
- * index with a release store; that is also the flush point.
+ * index with a release store; that is also the flush point. Producers keep
+ * a credit limit next to the producer index (consumer + size as last seen)
+ * so that only a post that reaches it reads the consumer index, which
+ * lives across PCIe.
  */
 #ifndef GIN_DEVICE_PROXY_H
 #define GIN_DEVICE_PROXY_H
@@ -57,7 +60,8 @@ GIN_STATIC_ASSERT(offsetof(gin_desc_t, dst_off) % 8 == 0, "aligned body");
 /* One ring as device code sees it. */
 typedef struct gin_ring {
   gin_desc_t *slots;    /* [size], host memory mapped for the device */
-  uint64_t *prod;       /* producer index (device memory) */
+  uint64_t *prod;       /* producer index (device memory); prod[1] is the
+                           credit limit: slots below it are known free */
   const uint64_t *cons; /* consumer index (host memory, device view) */
   uint32_t size;        /* power of two */
   uint32_t pad_;

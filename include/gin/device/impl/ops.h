@@ -131,9 +131,15 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
     gin_ring_t rv, *ring = &rv;
     gin_dev_ring_(dc, ctx, ring);
     uint64_t s = gin_fetch_add_relaxed_u64(ring->prod, 1);
-    if (s - gin_load_acquire_u64(ring->cons) >= ring->size)
-      rc = gin_dev_wait_(dc, ring->cons, NULL, s - ring->size + 1, 64,
-                         GIN_DEVERR_TIMEOUT_RING, ctx, w);
+    if (s >= gin_load_acquire_u64(ring->prod + 1)) {
+      /* Past the cached credits: read the consumer index (PCIe) and
+       * publish what it frees for the other producers. */
+      uint64_t c = gin_load_acquire_u64(ring->cons);
+      gin_max_release_u64(ring->prod + 1, c + ring->size);
+      if (s >= c + ring->size)
+        rc = gin_dev_wait_(dc, ring->cons, NULL, s - ring->size + 1, 64,
+                           GIN_DEVERR_TIMEOUT_RING, ctx, w);
+    }
     if (rc == GIN_SUCCESS) {
       gin_desc_t *d = &ring->slots[s & (ring->size - 1)];
       d->op = (uint8_t)op;
