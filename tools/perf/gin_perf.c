@@ -301,7 +301,7 @@ int main(int argc, char **argv) {
   CHECK(gin_window_register(comm, mem, win_bytes, &win));
   gin_devcomm_reqs_t reqs;
   memset(&reqs, 0, sizeof reqs);
-  reqs.contexts = o.blocks;
+  reqs.contexts = o.blocks < 64 ? o.blocks : 64;
   CHECK(gin_devcomm_create(comm, &reqs, &dc));
   FILE *csv = NULL;
   if (rank == 0 && o.csv) {
