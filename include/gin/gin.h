@@ -141,7 +141,11 @@ gin_result_t gin_mem_copy(void *dst, const void *src, size_t bytes);
 /* Sets bytes of gin memory (synchronous). */
 gin_result_t gin_mem_set(void *dst, int value, size_t bytes);
 
-/* Registers [ptr, ptr+size) of memory from gin_mem_alloc as a window of
+/* Window registration and device-communicator creation/destruction change
+ * tables that kernels read through a read-only cache: no kernel using the
+ * communicator may run during these calls (it would not see the change).
+ *
+ * Registers [ptr, ptr+size) of memory from gin_mem_alloc as a window of
  * the communicator. Collective and symmetric: every rank calls it in the
  * same order with the same size (checked: a mismatch fails on every rank
  * with a message naming the ranks and sizes). Peers reachable by load/store

@@ -462,13 +462,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
 
 gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
   GIN_CHECK(comm_find(comm, "gin_comm_get_async_error"));
-  /* The kernels' record first, then the proxy's. */
-  const gin_dev_error_t *e = &comm->ctrl->err;
-  if (__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE))
+  /* The kernels' record first, then the proxy's; but a kernel that only
+   * saw the abort the proxy raised reports the proxy's cause. */
+  const gin_dev_error_t *e = &comm->ctrl->err, *h = &comm->ctrl->herr;
+  int dev = __atomic_load_n(&e->ready, __ATOMIC_ACQUIRE) != 0;
+  int host = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;
+  if (dev && !(host && e->kind == GIN_DEVERR_ABORTED))
     return dev_error_report(comm, e);
-  e = &comm->ctrl->herr;
-  if (__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE))
-    return dev_error_report(comm, e);
+  if (host) return dev_error_report(comm, h);
   uint32_t who = gin_comm_aborted_by_(comm);
   if (who)
     return GIN_ERROR(GIN_ERR_ABORTED,

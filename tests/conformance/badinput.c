@@ -137,8 +137,12 @@ GIN_KERNEL(k_bad, args_t) {
     }
   }
   /* Proxied puts fail later, in the proxy: wait until it consumed them. */
-  if (dc->rank == 0 && rc == GIN_SUCCESS && args.which < C_TIMEOUT)
+  if (dc->rank == 0 && rc == GIN_SUCCESS && args.which < C_TIMEOUT) {
     rc = gin_flush(dc, 0, c);
+    /* A wait that then runs into the proxy's abort must not hide the
+     * proxy's reason from gin_comm_get_async_error. */
+    if (NOCHECKS && rc == GIN_SUCCESS) (void)gin_signal_wait(dc, 9, 1, c);
+  }
   if (dc->rank == 1 && args.which == C_MIX) rc = gin_signal_wait(dc, 3, 6, c);
   *args.rc_out = rc;
 }

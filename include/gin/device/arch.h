@@ -78,13 +78,24 @@ GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {
  * threads' rc are 0, else the smallest (most negative) one. So no thread
  * leaves a call early while the others reach a later coop barrier. */
 GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) {
-  if (c == GIN_COOP_WARP) return __reduce_min_sync(0xffffffffu, rc);
+  if (c == GIN_COOP_WARP) {
+    __syncwarp(); /* a memory barrier for the warp, as the block's is */
+#if __CUDA_ARCH__ >= 800
+    return __reduce_min_sync(0xffffffffu, rc);
+#else
+    for (int d = 16; d > 0; d /= 2) {
+      int o = __shfl_xor_sync(0xffffffffu, rc, d);
+      rc = o < rc ? o : rc;
+    }
+    return rc;
+#endif
+  }
   if (c == GIN_COOP_BLOCK) {
     __shared__ int gin_coop_rc_word;
     __syncthreads();
-    if (threadIdx.x == 0) gin_coop_rc_word = 0;
+    if (threadIdx.x == 0) gin_coop_rc_word = 0x7fffffff;
     __syncthreads();
-    if (rc < 0) atomicMin(&gin_coop_rc_word, rc);
+    atomicMin(&gin_coop_rc_word, rc);
     __syncthreads();
     return gin_coop_rc_word;
   }

@@ -98,9 +98,11 @@ typedef struct gin_dev_error {
  * (gin_comm_abort, the proxy). The value of an abort word is 1 + the rank
  * that aborted. */
 typedef struct gin_ctrl {
-  volatile uint32_t abort;
-  volatile uint32_t habort;
+  volatile uint32_t abort; /* GPU-written half, then the CPU-written half */
+  uint32_t pad0_[15];      /* on its own 64-byte line */
   gin_dev_error_t err;
+  volatile uint32_t habort;
+  uint32_t pad1_[15];
   gin_dev_error_t herr;
 } gin_ctrl_t;
 
