@@ -314,7 +314,10 @@ gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid, const void *args);
   static void name##_body_(args_t args)
 #define gin_launch(name, grid, block, stream, argsp)                           \
   gin_host_launch(name, (grid), (argsp))
-#define gin_stream_synchronize(stream) GIN_SUCCESS
+static inline gin_result_t gin_stream_synchronize(gin_stream_t stream) {
+  (void)stream; /* launches on the host target are synchronous */
+  return GIN_SUCCESS;
+}
 #endif
 
 #endif
