@@ -55,9 +55,8 @@ gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn) {
   GIN_CHECK(comm_find(comm, fn));
   if (gin_comm_aborted_by_(comm)) {
     gin_result_t res = gin_comm_get_async_error(comm);
-    char why[512];
-    snprintf(why, sizeof why, "%s", gin_last_error());
-    return GIN_ERROR(res ? res : GIN_ERR_ABORTED, "%s: %s", fn, why);
+    return GIN_ERROR(res ? res : GIN_ERR_ABORTED, "%s: %s", fn,
+                     gin_last_error());
   }
   return GIN_SUCCESS;
 }

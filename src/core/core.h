@@ -53,7 +53,8 @@ void gin_log(int level, unsigned subsys, const char *file, int line,
 /* ------------------------------------------------------------- errors */
 
 /* Records `res` with a formatted message as this thread's last error, logs
- * it at WARN (the first place that sees an error calls this), returns res. */
+ * it at WARN (the first place that sees an error calls this), returns res.
+ * gin_last_error() may be among the arguments (to wrap a callee's message). */
 gin_result_t gin_error(gin_result_t res, const char *file, int line,
                        const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

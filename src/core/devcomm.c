@@ -145,9 +145,6 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   dc.lsa_ranks = comm->lsa_ranks_dev;
   dc.windows = comm->wins_dev;
   dc.max_windows = comm->max_windows;
-#ifdef GIN_DEVICE_CHECKS
-  dc.checks = 1;
-#endif
   dc.ctrl = comm->ctrl_dev;
   dc.peer_ctrl = comm->peer_ctrl_devtab;
   d->id = dc.id = ++comm->next_devcomm_id;

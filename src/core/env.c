@@ -253,9 +253,7 @@ static gin_result_t env_ginrun(env_job_t *job, gin_unique_id_t *uid) {
                                       "with ginrun)");
   gin_result_t res = gin_unique_id_from_string(s, uid);
   if (res != GIN_SUCCESS) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", gin_last_error());
-    return GIN_ERROR(res, "GIN_UNIQUE_ID: %s", why);
+    return GIN_ERROR(res, "GIN_UNIQUE_ID: %s", gin_last_error());
   }
   return GIN_SUCCESS;
 }

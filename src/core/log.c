@@ -95,10 +95,14 @@ static _Thread_local char last_error[1024];
 
 gin_result_t gin_error(gin_result_t res, const char *file, int line,
                        const char *fmt, ...) {
+  /* Format aside first: callers may pass gin_last_error() itself as an
+   * argument, to wrap the callee's message in their own. */
+  char msg[sizeof last_error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  memcpy(last_error, msg, sizeof msg);
   if (gin_log_enabled(GIN_LOG_WARN, GIN_SUB_ALL)) {
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s: %s", gin_strerror(res), last_error);

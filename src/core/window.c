@@ -108,11 +108,9 @@ static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
               : gin_arch_shm_import(&recs[r].handle, recs[r].alloc_size, &p,
                                     &w->import_cookie[r]);
       if (res != GIN_SUCCESS) {
-        char why[512]; /* gin_last_error's buffer is about to be rewritten */
-        snprintf(why, sizeof why, "%s", gin_last_error());
         slot_unmap(c, w);
         return GIN_ERROR(res, "window: rank %d cannot map rank %d's window: %s",
-                         c->rank, r, why);
+                         c->rank, r, gin_last_error());
       }
       w->import_ptr[r] = p;
       w->import_size[r] = recs[r].alloc_size;

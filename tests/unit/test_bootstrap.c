@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/bootstrap.h"
+#include "core/net.h"
 #include "gin/gin.h"
 
 #include "unit_check.h"
@@ -63,15 +64,6 @@ static void wait_ok(pid_t pid, const char *what) {
 
 /* -------------------------------------------------------- wire helpers */
 
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
 typedef struct hello_fields {
   uint32_t magic;
   uint16_t version, kind;
@@ -83,14 +75,14 @@ typedef struct hello_fields {
 
 /* The documented wire format: 52 bytes, little endian. */
 static void hello_encode(const hello_fields_t *f, uint8_t p[52]) {
-  put32(p, f->magic);
-  put16(p + 4, f->version);
-  put16(p + 6, f->kind);
+  gin_le_put32(p, f->magic);
+  gin_le_put16(p + 4, f->version);
+  gin_le_put16(p + 6, f->kind);
   memcpy(p + 8, f->secret, 16);
-  put32(p + 24, (uint32_t)f->rank);
-  put32(p + 28, (uint32_t)f->nranks);
-  put16(p + 32, f->family);
-  put16(p + 34, f->port);
+  gin_le_put32(p + 24, (uint32_t)f->rank);
+  gin_le_put32(p + 28, (uint32_t)f->nranks);
+  gin_le_put16(p + 32, f->family);
+  gin_le_put16(p + 34, f->port);
   memcpy(p + 36, f->addr, 16);
 }
 
@@ -533,11 +525,11 @@ static void test_ring_intruders(void) {
   }
   /* The table: reply header (OK) and each rank's listen address. */
   memset(b, 0, sizeof b);
-  put32(b, GIN_BS_MAGIC);
-  put32(b + 8, 3);
+  gin_le_put32(b, GIN_BS_MAGIC);
+  gin_le_put32(b + 8, 3);
   for (int r = 0; r < 3; r++) {
-    put16(b + 24 + 20 * r, AF_INET);
-    put16(b + 26 + 20 * r, ports[r]);
+    gin_le_put16(b + 24 + 20 * r, AF_INET);
+    gin_le_put16(b + 26 + 20 * r, ports[r]);
     memcpy(b + 28 + 20 * r, (uint8_t[]){127, 0, 0, 1}, 4);
   }
   for (int r = 0; r < 3; r++) {

@@ -122,19 +122,11 @@ GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
   asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
 GIN_DEVICE_FN void gin_store_release_u64(uint64_t *p, uint64_t v) {
   asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 GIN_DEVICE_FN void gin_store_release_u32(volatile uint32_t *p, uint32_t v) {
   asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
-  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 /* Atomic add that orders this thread's earlier writes (and those it has
  * observed) before it, at system scope. */
@@ -188,17 +180,11 @@ GIN_DEVICE_FN uint64_t gin_load_acquire_u64(const uint64_t *p) {
 GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
 GIN_DEVICE_FN void gin_store_release_u64(uint64_t *p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 GIN_DEVICE_FN void gin_store_release_u32(volatile uint32_t *p, uint32_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
   __atomic_fetch_add(p, v, __ATOMIC_RELEASE);

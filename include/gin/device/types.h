@@ -137,7 +137,6 @@ typedef struct gin_devcomm {
   const int *lsa_ranks;      /* [lsa_size] world rank of each lsa member */
   gin_dev_window_t *windows; /* [max_windows] */
   uint32_t max_windows;
-  uint32_t checks;        /* device-side argument checks on */
   gin_ctrl_t *ctrl;       /* this rank's control page (device view) */
   gin_ctrl_t **peer_ctrl; /* [nranks] peers' control pages, NULL if none */
   struct gin_ring *rings; /* [nctx] proxy rings (device view), or NULL */
