@@ -6,9 +6,13 @@
 #ifndef GIN_PERF_TARGET_H
 #define GIN_PERF_TARGET_H
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gin/device/arch.h"
 
@@ -16,6 +20,37 @@ static inline double perf_now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Host memory shared with another process on this machine (memfd, mapped
+ * through /proc/<pid>/fd): blob holds the pid and fd. */
+static inline void *perf_memfd_alloc(size_t n, unsigned char blob[64]) {
+  int fd = memfd_create("gin-perf", MFD_CLOEXEC), pid = (int)getpid();
+  if (fd < 0 || ftruncate(fd, (off_t)n) != 0) return NULL;
+  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  memset(blob, 0, 64);
+  memcpy(blob, &pid, sizeof pid);
+  memcpy(blob + sizeof pid, &fd, sizeof fd);
+  return p == MAP_FAILED ? NULL : p;
+}
+static inline void *perf_memfd_map(const unsigned char blob[64], size_t n) {
+  int pid, fd;
+  char path[64];
+  memcpy(&pid, blob, sizeof pid);
+  memcpy(&fd, blob + sizeof pid, sizeof fd);
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+  int f = open(path, O_RDWR | O_CLOEXEC);
+  if (f < 0) return NULL;
+  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+  close(f);
+  return p == MAP_FAILED ? NULL : p;
+}
+static inline void perf_memfd_free(void *p, size_t n,
+                                   const unsigned char blob[64]) {
+  int fd;
+  memcpy(&fd, blob + sizeof(int), sizeof fd);
+  if (p) munmap(p, n);
+  close(fd);
 }
 
 #if GIN_ARCH_CUDA
@@ -48,6 +83,99 @@ static inline double perf_copy_us(void *dst, const void *src, size_t n,
   cudaEventDestroy(b);
   return (double)ms * 1000.0 / reps;
 }
+/* Host <-> device copy bandwidth (GB/s) over pinned host memory. */
+static inline double perf_h2d_gbps(size_t n, int to_device) {
+  void *h = NULL, *d = NULL;
+  double g = -1;
+  if (cudaMallocHost(&h, n) == cudaSuccess &&
+      cudaMalloc(&d, n) == cudaSuccess) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    enum cudaMemcpyKind k =
+        to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    cudaMemcpy(to_device ? d : h, to_device ? h : d, n, k);
+    cudaEventRecord(a, 0);
+    for (int i = 0; i < 10; i++)
+      cudaMemcpyAsync(to_device ? d : h, to_device ? h : d, n, k, 0);
+    cudaEventRecord(b, 0);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    g = ms > 0 ? 10.0 * (double)n / ((double)ms * 1e6) : -1;
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  cudaFree(d);
+  cudaFreeHost(h);
+  return g;
+}
+/* What one small asynchronous copy costs the host (us per call, n calls
+ * then one synchronisation), and one copy waited for on its own. */
+static inline void perf_copy_call_us(int n, double *async_us, double *sync_us) {
+  void *d = NULL;
+  cudaStream_t s;
+  *async_us = *sync_us = -1;
+  if (cudaMalloc(&d, 128) != cudaSuccess) return;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaMemcpyAsync(d, (char *)d + 64, 8, cudaMemcpyDeviceToDevice, s);
+  cudaStreamSynchronize(s);
+  double t0 = perf_now_us();
+  for (int i = 0; i < n; i++)
+    cudaMemcpyAsync(d, (char *)d + 64, 8, cudaMemcpyDeviceToDevice, s);
+  cudaStreamSynchronize(s);
+  *async_us = (perf_now_us() - t0) / n;
+  t0 = perf_now_us();
+  for (int i = 0; i < n; i++) {
+    cudaMemcpyAsync(d, (char *)d + 64, 8, cudaMemcpyDeviceToDevice, s);
+    cudaStreamSynchronize(s);
+  }
+  *sync_us = (perf_now_us() - t0) / n;
+  cudaStreamDestroy(s);
+  cudaFree(d);
+}
+/* A device buffer another process on this machine can map: allocate and
+ * describe it in `blob` (64 bytes), map a peer's, release. */
+static inline void *perf_shared_alloc(size_t n, unsigned char blob[64]) {
+  void *p = NULL;
+  if (cudaMalloc(&p, n) != cudaSuccess) return NULL;
+  cudaMemset(p, 0, n);
+  cudaDeviceSynchronize();
+  cudaIpcMemHandle_t h;
+  if (cudaIpcGetMemHandle(&h, p) != cudaSuccess) return NULL;
+  memcpy(blob, &h, sizeof h < 64 ? sizeof h : 64);
+  return p;
+}
+static inline void *perf_shared_map(const unsigned char blob[64], size_t n) {
+  cudaIpcMemHandle_t h;
+  void *p = NULL;
+  memcpy(&h, blob, sizeof h < 64 ? sizeof h : 64);
+  return cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess) ==
+                 cudaSuccess
+             ? p
+             : NULL;
+}
+static inline void perf_shared_unmap(void *p, size_t n) {
+  if (p) cudaIpcCloseMemHandle(p);
+}
+static inline void perf_shared_free(void *p, size_t n,
+                                    const unsigned char blob[64]) {
+  cudaFree(p);
+}
+/* The host-initiated way: kernels and copies on one stream of the
+ * application's, waited for by the host. */
+static inline gin_stream_t perf_stream(void) {
+  static cudaStream_t s;
+  if (!s) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  return s;
+}
+static inline int perf_copy_async(void *dst, const void *src, size_t n,
+                                  gin_stream_t s) {
+  return cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s) ==
+                 cudaSuccess
+             ? 0
+             : -1;
+}
 static inline const char *perf_target_name(void) { return "cuda"; }
 /* Bandwidth runs one block per SM by default. */
 static inline int perf_default_blocks(void) {
@@ -71,6 +199,42 @@ static inline double perf_copy_us(void *dst, const void *src, size_t n,
   for (int i = 0; i < reps; i++)
     memcpy(dst, src, n);
   return (perf_now_us() - t0) / reps;
+}
+static inline double perf_h2d_gbps(size_t n, int to_device) {
+  char *a = (char *)malloc(n), *b = (char *)malloc(n);
+  double g = -1;
+  if (a && b) {
+    memset(a, 1, n);
+    memcpy(b, a, n);
+    double t0 = perf_now_us();
+    for (int i = 0; i < 10; i++)
+      memcpy(to_device ? b : a, to_device ? a : b, n);
+    double us = perf_now_us() - t0;
+    g = us > 0 ? 10.0 * (double)n / (us * 1e3) : -1;
+  }
+  free(a);
+  free(b);
+  return g;
+}
+static inline void perf_copy_call_us(int n, double *async_us, double *sync_us) {
+  *async_us = *sync_us = -1; /* no copy engine on the host target */
+}
+static inline void *perf_shared_alloc(size_t n, unsigned char blob[64]) {
+  return perf_memfd_alloc(n, blob);
+}
+static inline void *perf_shared_map(const unsigned char blob[64], size_t n) {
+  return perf_memfd_map(blob, n);
+}
+static inline void perf_shared_unmap(void *p, size_t n) { munmap(p, n); }
+static inline void perf_shared_free(void *p, size_t n,
+                                    const unsigned char blob[64]) {
+  perf_memfd_free(p, n, blob);
+}
+static inline gin_stream_t perf_stream(void) { return NULL; }
+static inline int perf_copy_async(void *dst, const void *src, size_t n,
+                                  gin_stream_t s) {
+  memcpy(dst, src, n);
+  return 0;
 }
 static inline const char *perf_target_name(void) { return "host"; }
 static inline int perf_default_blocks(void) { return 1; }

@@ -1,0 +1,248 @@
+/*
+ * Throughput tests: put bandwidth (one direction or both at once, block-
+ * issued, one context per block up to -c), message rate (every thread puts
+ * 8-byte messages), and the proxy ring alone (run with GIN_BACKEND=proxy
+ * GIN_TRANSPORT=null). Rank 0 times from the start of its kernel until the
+ * receiver acknowledged everything.
+ */
+#include <string.h>
+
+#include "perf/perf.h"
+
+enum { SIG_DATA = 1, SIG_ACK = 2 };
+
+typedef struct bw_args {
+  gin_devcomm_t dc;
+  gin_window_t win;
+  size_t bytes;
+  int iters, bidir, rate;
+  uint64_t base_data, base_ack; /* this rank's signals before the run */
+  uint64_t *samples;
+} bw_args_t;
+
+/* Each block puts `iters` messages to the peer (bw: the block's own
+ * region, block-issued; rate: 8 bytes per thread, thread-issued), then one
+ * signal per block. The receiver waits for every block's signal and
+ * acknowledges; with bidir both ranks do both. */
+GIN_KERNEL(k_bw, bw_args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank, peer = 1 - me, b = gin_block_idx(), nb = gin_grid_dim();
+  int ctx = b % dc->nctx, lead = gin_thread_idx() == 0 && b == 0;
+  uint64_t t0 = gin_time_ns();
+  int sends = me == 0 || args.bidir, receives = me == 1 || args.bidir;
+  if (sends) {
+    if (args.rate) {
+      int t = gin_thread_idx(), nt = gin_block_dim();
+      size_t off = PERF_DATA + ((size_t)b * (size_t)nt + (size_t)t) * 8;
+      for (int i = 0; i < args.iters; i++)
+        gin_put(dc, ctx, world, peer, args.win, off, args.win, off, 8,
+                gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
+      gin_signal(dc, ctx, world, peer, gin_remote_signal_inc(SIG_DATA),
+                 GIN_COOP_BLOCK);
+    } else {
+      size_t off = PERF_DATA + (size_t)b * args.bytes;
+      for (int i = 0; i < args.iters; i++)
+        gin_put(dc, ctx, world, peer, args.win, off, args.win, off, args.bytes,
+                i == args.iters - 1 ? gin_remote_signal_inc(SIG_DATA)
+                                    : gin_remote_none(),
+                gin_local_none(), GIN_COOP_BLOCK);
+    }
+  }
+  if (b != 0) return;
+  if (receives) {
+    gin_signal_wait(dc, SIG_DATA, args.base_data + (uint64_t)nb,
+                    GIN_COOP_BLOCK);
+    gin_signal(dc, 0, world, peer, gin_remote_signal_inc(SIG_ACK),
+               GIN_COOP_BLOCK);
+  }
+  if (sends) {
+    gin_signal_wait(dc, SIG_ACK, args.base_ack + 1, GIN_COOP_BLOCK);
+    if (lead) args.samples[0] = gin_time_ns() - t0;
+  }
+}
+
+/* One timed run; returns rank 0's ns (0 elsewhere). */
+static uint64_t bw_once(perf_env_t *env, bw_args_t *a, int blocks,
+                        int threads) {
+  int sends = env->rank == 0 || a->bidir, receives = env->rank == 1 || a->bidir;
+  a->base_data = env->sig_base[SIG_DATA];
+  a->base_ack = env->sig_base[SIG_ACK];
+  PERF_CHECK(gin_comm_barrier(env->comm));
+  PERF_CHECK(gin_launch(k_bw, blocks, threads, 0, a));
+  perf_sync(env);
+  if (receives) env->sig_base[SIG_DATA] += (uint64_t)blocks;
+  if (sends) env->sig_base[SIG_ACK] += 1;
+  uint64_t ns = 0;
+  if (env->rank == 0) PERF_CHECK(gin_mem_copy(&ns, env->samples, sizeof ns));
+  return ns;
+}
+
+void perf_bw(perf_env_t *env, int bidir) {
+  const perf_opts_t *o = &env->o;
+  int iters = o->iters < 100 ? o->iters : 100;
+  const char *test = bidir ? "bibw" : "bw";
+  perf_note(env, "%s: %d blocks x %d puts each, %d contexts, median of %d",
+            test, o->blocks, iters, env->dc.nctx, o->reps);
+  for (size_t bytes = o->b; bytes <= o->e;
+       bytes = perf_next_size(bytes, o->f)) {
+    if (bytes * (size_t)o->blocks > env->win_bytes - PERF_DATA) break;
+    bw_args_t a;
+    memset(&a, 0, sizeof a);
+    a.dc = env->dc;
+    a.win = env->win;
+    a.bytes = bytes;
+    a.iters = iters;
+    a.bidir = bidir;
+    a.samples = env->samples;
+    double t[64];
+    int reps = o->reps < 64 ? o->reps : 64;
+    for (int k = 0; k < reps; k++)
+      t[k] = (double)bw_once(env, &a, o->blocks,
+                             perf_coop_threads(GIN_COOP_BLOCK));
+    if (env->rank != 0) continue;
+    double med, max;
+    perf_stats_d(t, reps, &med, &max);
+    double total = (double)bytes * o->blocks * iters * (bidir ? 2 : 1);
+    double cus = perf_copy_us((char *)env->copy_dst + PERF_DATA,
+                              (char *)env->mem + PERF_DATA,
+                              bytes * (size_t)o->blocks, 20);
+    double cgbps = (double)bytes * o->blocks / (cus * 1000.0);
+    perf_row_t r = perf_row(test, "block", bytes);
+    r.median_us = med / 1000.0;
+    r.p99_us = max / 1000.0;
+    r.gbps = med > 0 ? total / med : -1;
+    r.floor = "device_copy_gbps";
+    r.floor_value = cgbps;
+    r.ratio = r.gbps > 0 ? r.gbps / cgbps : -1;
+    perf_emit(env, &r);
+  }
+}
+
+void perf_rate(perf_env_t *env) {
+  const perf_opts_t *o = &env->o;
+  int threads = perf_coop_threads(GIN_COOP_BLOCK) > 1 ? o->threads : 1;
+  size_t need = (size_t)o->blocks * (size_t)threads * 8;
+  if (need > env->win_bytes - PERF_DATA) {
+    perf_note(env, "rate: window too small for %d x %d threads", o->blocks,
+              threads);
+    return;
+  }
+  bw_args_t a;
+  memset(&a, 0, sizeof a);
+  a.dc = env->dc;
+  a.win = env->win;
+  a.bytes = 8;
+  a.iters = o->iters;
+  a.rate = 1;
+  a.samples = env->samples;
+  double t[64];
+  int reps = o->reps < 64 ? o->reps : 64;
+  for (int k = 0; k < reps; k++)
+    t[k] = (double)bw_once(env, &a, o->blocks, threads);
+  if (env->rank != 0) return;
+  double med, max;
+  perf_stats_d(t, reps, &med, &max);
+  double ops = (double)o->blocks * threads * o->iters;
+  perf_note(env,
+            "rate: %d blocks x %d threads x %d puts of 8 bytes, %d "
+            "contexts, median of %d",
+            o->blocks, threads, o->iters, env->dc.nctx, reps);
+  perf_row_t r = perf_row("rate", "thread", 8);
+  r.median_us = med / 1000.0;
+  r.p99_us = max / 1000.0;
+  r.mops = med > 0 ? ops / med * 1e3 : -1;
+  perf_emit(env, &r);
+}
+
+/* ------------------------------------------------------------- ring */
+
+typedef struct ring_args {
+  gin_devcomm_t dc;
+  gin_window_t win;
+  int iters, warmup, raw;
+  uint64_t *samples;
+} ring_args_t;
+
+/* Puts to this rank through the ring. raw == 0: one thread, put + flush
+ * per iteration (the GPU -> proxy -> GPU round trip); raw == 1: every
+ * thread of every block posts `iters` puts, then each block flushes (the
+ * descriptor rate). */
+GIN_KERNEL(k_ring, ring_args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank;
+  if (!args.raw) {
+    uint64_t t_start = 0, c_start = 0;
+    for (int i = 0; i < args.warmup + args.iters; i++) {
+      if (i == args.warmup) {
+        t_start = gin_time_ns();
+        c_start = gin_cycles();
+      }
+      uint64_t c0 = gin_cycles();
+      gin_put(dc, 0, world, me, args.win, PERF_DATA + 64, args.win, PERF_DATA,
+              8, gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
+      gin_flush(dc, 0, GIN_COOP_THREAD);
+      if (i >= args.warmup) args.samples[i - args.warmup] = gin_cycles() - c0;
+    }
+    args.samples[args.iters] = gin_time_ns() - t_start;
+    args.samples[args.iters + 1] = gin_cycles() - c_start;
+    return;
+  }
+  uint64_t t0 = gin_time_ns();
+  int ctx = gin_block_idx() % dc->nctx;
+  for (int i = 0; i < args.iters; i++)
+    gin_put(dc, ctx, world, me, args.win, PERF_DATA + 64, args.win, PERF_DATA,
+            8, gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
+  gin_flush(dc, ctx, GIN_COOP_BLOCK);
+  if (gin_block_idx() == 0 && gin_thread_idx() == 0)
+    args.samples[0] = gin_time_ns() - t0;
+}
+
+void perf_ring(perf_env_t *env) {
+  const perf_opts_t *o = &env->o;
+  ring_args_t a;
+  memset(&a, 0, sizeof a);
+  a.dc = env->dc;
+  a.win = env->win;
+  a.iters = o->iters;
+  a.warmup = o->warmup;
+  a.samples = env->samples;
+  PERF_CHECK(gin_launch(k_ring, 1, 1, 0, &a));
+  perf_sync(env);
+  double med = 0, p99 = 0;
+  perf_samples(env, o->iters, &med, &p99);
+  perf_row_t r = perf_row("ring", "thread", 8);
+  r.median_us = med;
+  r.p99_us = p99;
+  if (env->hostflag_us > 0) {
+    r.floor = "gpu_host_flag_rtt";
+    r.floor_value = env->hostflag_us;
+    r.ratio = med / env->hostflag_us;
+  }
+  perf_emit(env, &r);
+
+  a.raw = 1;
+  int threads = perf_coop_threads(GIN_COOP_BLOCK) > 1 ? o->threads : 1;
+  double t[64];
+  int reps = o->reps < 64 ? o->reps : 64;
+  for (int k = 0; k < reps; k++) {
+    PERF_CHECK(gin_comm_barrier(env->comm));
+    PERF_CHECK(gin_launch(k_ring, o->blocks, threads, 0, &a));
+    perf_sync(env);
+    uint64_t ns = 0;
+    PERF_CHECK(gin_mem_copy(&ns, env->samples, sizeof ns));
+    t[k] = (double)ns;
+  }
+  double tm, tmax;
+  perf_stats_d(t, reps, &tm, &tmax);
+  perf_note(env,
+            "ring rate: %d blocks x %d threads x %d puts, %d contexts, "
+            "median of %d",
+            o->blocks, threads, o->iters, env->dc.nctx, reps);
+  perf_row_t q = perf_row("ring_rate", "thread", 8);
+  q.median_us = tm / 1000.0;
+  q.p99_us = tmax / 1000.0;
+  q.mops = (double)o->blocks * threads * o->iters / tm * 1e3;
+  perf_emit(env, &q);
+}

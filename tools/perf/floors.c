@@ -1,0 +1,131 @@
+/*
+ * The machine's floors, measured in the same run as the library so every
+ * figure is a ratio: GPU side (raw flag ping-pong between the ranks, GPU
+ * <-> pinned host flag round trip, device copy, host <-> device copy, the
+ * cost of one asynchronous copy call) and CPU side (raw TCP ping-pong and
+ * stream over loopback, raw shared-memory flag ping-pong; floors_host.c).
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "perf/floors_host.h"
+#include "perf/perf.h"
+
+typedef struct hostflag_args {
+  int iters, warmup;
+  volatile uint64_t *flag; /* device view: ping at [0], pong at [8] */
+  uint64_t *samples;
+} hostflag_args_t;
+
+/* The GPU writes a pinned host word; a CPU thread answers in another. */
+GIN_KERNEL(k_hostflag, hostflag_args_t) {
+  uint64_t *ping = (uint64_t *)(args.flag), *pong = ping + 8;
+  uint64_t t0 = gin_time_ns();
+  for (int i = 1; i <= args.warmup + args.iters; i++) {
+    if (i == args.warmup + 1) t0 = gin_time_ns();
+    gin_store_release_u64(ping, (uint64_t)i);
+    uint64_t s0 = gin_time_ns();
+    for (uint32_t k = 0; gin_load_acquire_u64(pong) < (uint64_t)i; k++)
+      if ((k & 1023) == 1023 && gin_time_ns() - s0 > PERF_SPIN_LIMIT_NS) return;
+  }
+  args.samples[0] = gin_time_ns() - t0;
+}
+
+typedef struct responder {
+  volatile uint64_t *flags;
+  int n;
+} responder_t;
+
+static void *respond(void *p) {
+  responder_t *r = (responder_t *)p;
+  double t0 = perf_now_us();
+  for (int i = 1; i <= r->n; i++) {
+    while (__atomic_load_n(&r->flags[0], __ATOMIC_ACQUIRE) < (uint64_t)i)
+      if (perf_now_us() - t0 > 1e7) return NULL;
+    __atomic_store_n(&r->flags[8], (uint64_t)i, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+/* Mean GPU <-> pinned host flag round trip (us), rank 0 only. */
+static double hostflag_rtt(perf_env_t *env) {
+  void *hh, *hd;
+  double us = -1;
+  if (perf_hostflag_alloc(128, &hh, &hd) != 0) return -1;
+  hostflag_args_t h;
+  memset(&h, 0, sizeof h);
+  h.iters = env->o.iters;
+  h.warmup = env->o.warmup;
+  h.flag = (volatile uint64_t *)hd;
+  h.samples = env->samples;
+  responder_t r = {(volatile uint64_t *)hh, h.warmup + h.iters};
+  pthread_t th;
+  if (pthread_create(&th, NULL, respond, &r) == 0) {
+    PERF_CHECK(gin_launch(k_hostflag, 1, 1, 0, &h));
+    PERF_CHECK(gin_stream_synchronize(0));
+    pthread_join(th, NULL);
+    uint64_t ns = 0;
+    PERF_CHECK(gin_mem_copy(&ns, env->samples, sizeof ns));
+    us = (double)ns / 1000.0 / h.iters;
+  }
+  perf_hostflag_free(hh);
+  return us;
+}
+
+static void emit_value(perf_env_t *env, const char *test, size_t bytes,
+                       double us, double p99, double gbps) {
+  perf_row_t r = perf_row(test, "-", bytes);
+  r.median_us = us;
+  r.p99_us = p99;
+  r.gbps = gbps;
+  perf_emit(env, &r);
+}
+
+void perf_floors_gpu(perf_env_t *env) {
+  double med, p99;
+  perf_raw_pingpong(env, 0, &med, &p99);
+  env->raw_floor_us = med;
+  env->raw_floor_done = 1;
+  emit_value(env, "floor_raw_flag_pp", 8, med, p99, -1);
+  PERF_CHECK(gin_comm_barrier(env->comm));
+  if (env->rank == 0) {
+    env->hostflag_us = hostflag_rtt(env);
+    emit_value(env, "floor_host_flag_rtt", 8, env->hostflag_us, -1, -1);
+    size_t data = env->win_bytes - PERF_DATA;
+    for (size_t n = 65536; n <= data; n *= 16) {
+      double us = perf_copy_us((char *)env->copy_dst + PERF_DATA,
+                               (char *)env->mem + PERF_DATA, n, 20);
+      emit_value(env, "floor_dev_copy", n, us, -1, (double)n / (us * 1e3));
+    }
+    size_t big = data < (64u << 20) ? data : (64u << 20);
+    emit_value(env, "floor_h2d_copy", big, -1, -1, perf_h2d_gbps(big, 1));
+    emit_value(env, "floor_d2h_copy", big, -1, -1, perf_h2d_gbps(big, 0));
+    double a_us, s_us;
+    perf_copy_call_us(1000, &a_us, &s_us);
+    if (a_us >= 0) {
+      emit_value(env, "floor_copy_call", 8, a_us, -1, -1);
+      emit_value(env, "floor_copy_sync", 8, s_us, -1, -1);
+    }
+  }
+  PERF_CHECK(gin_comm_barrier(env->comm));
+}
+
+void perf_floors_cpu(perf_env_t *env) {
+  PERF_CHECK(gin_comm_barrier(env->comm));
+  if (env->rank == 0) {
+    double med, p99, gbps;
+    if (floor_shm_pingpong(env->o.iters, env->o.warmup, &med, &p99) == 0)
+      emit_value(env, "floor_shm_pp", 8, med, p99, -1);
+    for (size_t n = env->o.b; n <= env->o.e; n = perf_next_size(n, env->o.f)) {
+      if (floor_tcp_pingpong(n, env->o.iters, env->o.warmup, &med, &p99) == 0)
+        emit_value(env, "floor_tcp_pp", n, med, p99, -1);
+    }
+    for (size_t n = env->o.b < 4096 ? 4096 : env->o.b; n <= env->o.e;
+         n = perf_next_size(n, env->o.f)) {
+      size_t total = n * 256 > (256u << 20) ? n * 256 : (256u << 20);
+      if (floor_tcp_stream(n, total, &gbps) == 0)
+        emit_value(env, "floor_tcp_stream", n, -1, -1, gbps);
+    }
+  }
+  PERF_CHECK(gin_comm_barrier(env->comm));
+}

@@ -1,0 +1,69 @@
+/*
+ * gin-perf's CPU-side floors: what two processes on this machine get with
+ * no library in between. Raw TCP over loopback (ping-pong and a one-way
+ * stream) and a shared-memory flag ping-pong, each between this process and
+ * a forked child.
+ *
+ * Plain C11 + POSIX (libc and nothing of gin), so both the host and the
+ * cuda build of gin-perf link the same object. Every wait is bounded
+ * (FLOOR_TIMEOUT_MS); a failure prints one line to stderr, kills and reaps
+ * the child, and releases every descriptor and mapping.
+ *
+ * Not thread-safe with respect to other fork/waitpid users of the process:
+ * call from one thread, while no other thread reaps children with
+ * waitpid(-1, ...). The child runs only system calls (no malloc, no stdio),
+ * so calling this from a multi-threaded process is safe.
+ */
+#ifndef GIN_PERF_FLOORS_HOST_H
+#define GIN_PERF_FLOORS_HOST_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bound on any single wait (accept, recv, send, flag poll, child exit). */
+#define FLOOR_TIMEOUT_MS 10000
+
+/*
+ * Raw TCP ping-pong over 127.0.0.1 with a forked child: this process sends
+ * `bytes` bytes, the child receives them all and sends `bytes` bytes back.
+ * TCP_NODELAY on both ends, blocking sockets with 10 s send/receive
+ * timeouts. `warmup` untimed round trips, then `iters` timed ones.
+ *
+ * bytes >= 1, iters >= 1, warmup >= 0. On success writes the median and the
+ * 99th percentile round trip in microseconds to *median_us and *p99_us and
+ * returns 0; on failure returns -1 (message on stderr), outputs untouched.
+ */
+int floor_tcp_pingpong(size_t bytes, int iters, int warmup, double *median_us,
+                       double *p99_us);
+
+/*
+ * Raw TCP one-way stream over 127.0.0.1: after a 1-byte go from this
+ * process, a forked child writes `total` bytes in writes of `bytes` (the
+ * last may be shorter); this process reads them all and answers a 1-byte
+ * ack. The time runs from the go to the last byte read.
+ *
+ * bytes >= 1, total >= 1. On success writes total / elapsed in GB/s (1e9
+ * bytes per second) to *gbps and returns 0; on failure returns -1.
+ */
+int floor_tcp_stream(size_t bytes, size_t total, double *gbps);
+
+/*
+ * Raw shared-memory flag ping-pong with a forked child: two 64-bit flags on
+ * separate cache lines of an anonymous MAP_SHARED mapping; release stores,
+ * acquire loads, a busy poll with a pause instruction that yields the CPU
+ * after a while (so it still makes progress with fewer cores than spinners).
+ *
+ * iters >= 1, warmup >= 0. On success writes the median and 99th percentile
+ * round trip (us) and returns 0; on failure returns -1.
+ */
+int floor_shm_pingpong(int iters, int warmup, double *median_us,
+                       double *p99_us);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,270 @@
+/*
+ * Latency tests between the two ranks: put+signal ping-pong (-g thread,
+ * warp, block), signal-only ping-pong, barrier latency, the raw flag
+ * ping-pong floor, and the "ladder": the same exchange built up from the
+ * raw floor one library piece at a time, so every microsecond of the gap
+ * is attributed to a piece (what issue 4 asks when a target is missed).
+ *
+ * Times are per-iteration SM cycles (clock64), calibrated against the
+ * global timer over the whole loop; rank 0 records them.
+ */
+#include <string.h>
+
+#include "perf/perf.h"
+
+enum {
+  V_RAW_STORE = 0, /* payload-free flag, st.release (the floor) */
+  V_RAW_RED,       /* flag bumped with red.release.add instead */
+  V_RAW_DATA,      /* 8-byte payload store, then st.release flag */
+  V_RAW_DATA_RED,  /* 8-byte payload, then red.release.add flag */
+  V_LIB_WAIT,      /* raw payload + red.add on the signal, gin_signal_wait */
+  V_LIB_PUT,       /* gin_put + signal, the waiter spins on the word */
+  V_PUT,           /* gin_put + gin_signal_wait: the API (any coop) */
+  V_SIGNAL,        /* gin_signal + gin_signal_wait */
+  V_COUNT
+};
+
+static const char *const ladder_names[V_COUNT] = {
+    "raw_store", "raw_red", "raw_data", "raw_data_red",
+    "lib_wait",  "lib_put", "put",      "signal"};
+
+#define FLAG_SLOT 7 /* env->sig_base index of the raw flag */
+
+typedef struct lat_args {
+  gin_devcomm_t dc;
+  gin_window_t win;
+  size_t bytes;
+  int iters, warmup, variant;
+  gin_coop_t coop;
+  uint64_t base;     /* flag or signal 0 value before this run */
+  uint64_t *samples; /* [iters] cycles, then total ns, total cycles */
+} lat_args_t;
+
+/* Bounded spin on a word (the raw variants do not use the library). */
+GIN_DEVICE_FN void spin_until(const uint64_t *p, uint64_t want) {
+  uint64_t t0 = gin_time_ns();
+  for (uint32_t i = 0; gin_load_acquire_u64(p) < want; i++) {
+    if ((i & 1023) == 1023 && gin_time_ns() - t0 > PERF_SPIN_LIMIT_NS) return;
+    gin_spin_pause(i); /* nothing on the GPU; yields on the host target */
+  }
+}
+
+/* One side's send in variant v (thread 0 of the coop for raw ones). */
+GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
+                            uint64_t *theirs, uint64_t *their_sig) {
+  const gin_devcomm_t *dc = &a->dc;
+  int lead = gin_coop_rank(a->coop) == 0;
+  switch (a->variant) {
+  case V_RAW_STORE:
+    if (lead) gin_store_release_u64(theirs, want);
+    break;
+  case V_RAW_RED:
+    if (lead) gin_add_release_u64(theirs, 1);
+    break;
+  case V_RAW_DATA:
+    if (lead) {
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
+      gin_store_release_u64(theirs, want);
+    }
+    break;
+  case V_RAW_DATA_RED:
+    if (lead) {
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
+      gin_add_release_u64(theirs, 1);
+    }
+    break;
+  case V_LIB_WAIT:
+    if (lead) {
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
+      gin_add_release_u64(their_sig, 1);
+    }
+    break;
+  case V_SIGNAL:
+    gin_signal(dc, 0, gin_team_world(dc), peer, gin_remote_signal_inc(0),
+               a->coop);
+    break;
+  default: /* V_LIB_PUT, V_PUT */
+    gin_put(dc, 0, gin_team_world(dc), peer, a->win, PERF_DATA, a->win,
+            PERF_DATA, a->bytes, gin_remote_signal_inc(0), gin_local_none(),
+            a->coop);
+  }
+}
+
+GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
+                            const uint64_t *mine) {
+  const gin_devcomm_t *dc = &a->dc;
+  if (a->variant <= V_RAW_DATA_RED) {
+    spin_until(mine, want);
+    gin_coop_sync(a->coop);
+  } else if (a->variant == V_LIB_PUT) {
+    spin_until(&dc->signals[0], want);
+    gin_coop_sync(a->coop);
+  } else {
+    gin_signal_wait(dc, 0, want, a->coop);
+  }
+}
+
+GIN_KERNEL(k_lat, lat_args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank, peer = 1 - me, lead = gin_coop_rank(args.coop) == 0;
+  uint64_t *mine = (uint64_t *)gin_window_peer_ptr(dc, args.win, world, me, 0);
+  uint64_t *theirs =
+      (uint64_t *)gin_window_peer_ptr(dc, args.win, world, peer, 0);
+  uint64_t *their_sig = dc->peer_signals[peer];
+  uint64_t t_start = 0, c_start = 0;
+  for (int i = 0; i < args.warmup + args.iters; i++) {
+    uint64_t want = args.base + (uint64_t)i + 1;
+    if (i == args.warmup) {
+      t_start = gin_time_ns();
+      c_start = gin_cycles();
+    }
+    uint64_t c0 = gin_cycles();
+    if (me == 1) lat_wait(&args, want, mine);
+    lat_send(&args, peer, want, theirs, their_sig);
+    if (me == 0) lat_wait(&args, want, mine);
+    if (me == 0 && lead && i >= args.warmup)
+      args.samples[i - args.warmup] = gin_cycles() - c0;
+  }
+  if (me == 0 && lead) {
+    args.samples[args.iters] = gin_time_ns() - t_start;
+    args.samples[args.iters + 1] = gin_cycles() - c_start;
+  }
+}
+
+/* Runs variant v once at `bytes` with coop c; median and p99 (us). */
+static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
+                    double *med, double *p99) {
+  lat_args_t a;
+  memset(&a, 0, sizeof a);
+  a.dc = env->dc;
+  a.win = env->win;
+  a.bytes = bytes;
+  a.iters = env->o.iters;
+  a.warmup = env->o.warmup;
+  a.variant = v;
+  a.coop = c;
+  a.samples = env->samples;
+  int slot = v <= V_RAW_DATA_RED ? FLAG_SLOT : 0;
+  a.base = env->sig_base[slot];
+  PERF_CHECK(gin_comm_barrier(env->comm));
+  PERF_CHECK(gin_launch(k_lat, 1, perf_coop_threads(c), 0, &a));
+  perf_sync(env);
+  env->sig_base[slot] += (uint64_t)(a.warmup + a.iters);
+  *med = *p99 = 0;
+  if (env->rank == 0) perf_samples(env, a.iters, med, p99);
+}
+
+void perf_raw_pingpong(perf_env_t *env, int variant, double *med, double *p99) {
+  lat_run(env, variant, GIN_COOP_THREAD, 8, med, p99);
+}
+
+static void ensure_raw_floor(perf_env_t *env) {
+  if (env->raw_floor_done) return;
+  double med, p99;
+  perf_raw_pingpong(env, V_RAW_STORE, &med, &p99);
+  env->raw_floor_us = med;
+  env->raw_floor_done = 1;
+  perf_row_t r = perf_row("floor_raw_flag_pp", "thread", 8);
+  r.median_us = med;
+  r.p99_us = p99;
+  r.floor = "raw_flag_pingpong";
+  perf_emit(env, &r);
+}
+
+static void lat_sweep(perf_env_t *env, const char *test, int v) {
+  ensure_raw_floor(env);
+  for (size_t bytes = env->o.b; bytes <= env->o.e;
+       bytes = perf_next_size(bytes, env->o.f)) {
+    if (bytes > env->win_bytes - PERF_DATA) break;
+    double med, p99;
+    lat_run(env, v, env->o.coop, bytes, &med, &p99);
+    perf_row_t r = perf_row(test, perf_coop_name(env->o.coop), bytes);
+    r.median_us = med;
+    r.p99_us = p99;
+    r.floor = "raw_flag_pingpong";
+    r.floor_value = env->raw_floor_us;
+    r.ratio = env->raw_floor_us > 0 ? med / env->raw_floor_us : -1;
+    perf_emit(env, &r);
+    if (v == V_PUT && env->npp < 64) {
+      env->pp_bytes[env->npp] = bytes;
+      env->pp_med[env->npp++] = med;
+    }
+    if (v == V_SIGNAL) break; /* no payload: one size */
+  }
+}
+
+void perf_pingpong(perf_env_t *env) { lat_sweep(env, "pingpong", V_PUT); }
+
+void perf_sigpp(perf_env_t *env) { lat_sweep(env, "sigpp", V_SIGNAL); }
+
+void perf_ladder(perf_env_t *env) {
+  ensure_raw_floor(env);
+  perf_note(env, "ladder: the 8-byte exchange built up from the raw floor, "
+                 "one library piece per step (thread-issued)");
+  for (int v = 0; v < V_COUNT; v++) {
+    double med, p99;
+    lat_run(env, v, GIN_COOP_THREAD, 8, &med, &p99);
+    perf_row_t r = perf_row("ladder", ladder_names[v], 8);
+    r.median_us = med;
+    r.p99_us = p99;
+    r.floor = "raw_flag_pingpong";
+    r.floor_value = env->raw_floor_us;
+    r.ratio = env->raw_floor_us > 0 ? med / env->raw_floor_us : -1;
+    perf_emit(env, &r);
+  }
+}
+
+/* ------------------------------------------------------------ barrier */
+
+typedef struct bar_args {
+  gin_devcomm_t dc;
+  int iters, warmup;
+  gin_coop_t coop;
+  uint64_t *samples;
+} bar_args_t;
+
+GIN_KERNEL(k_barrier, bar_args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  int lead = gin_coop_rank(args.coop) == 0 && dc->rank == 0;
+  uint64_t t_start = 0, c_start = 0;
+  for (int i = 0; i < args.warmup + args.iters; i++) {
+    if (i == args.warmup) {
+      t_start = gin_time_ns();
+      c_start = gin_cycles();
+    }
+    uint64_t c0 = gin_cycles();
+    gin_barrier(dc, gin_team_world(dc), 0, args.coop);
+    if (lead && i >= args.warmup)
+      args.samples[i - args.warmup] = gin_cycles() - c0;
+  }
+  if (lead) {
+    args.samples[args.iters] = gin_time_ns() - t_start;
+    args.samples[args.iters + 1] = gin_cycles() - c_start;
+  }
+}
+
+void perf_barrier(perf_env_t *env) {
+  ensure_raw_floor(env);
+  bar_args_t a;
+  memset(&a, 0, sizeof a);
+  a.dc = env->dc;
+  a.iters = env->o.iters;
+  a.warmup = env->o.warmup;
+  a.coop = env->o.coop;
+  a.samples = env->samples;
+  PERF_CHECK(gin_comm_barrier(env->comm));
+  PERF_CHECK(gin_launch(k_barrier, 1, perf_coop_threads(a.coop), 0, &a));
+  perf_sync(env);
+  double med = 0, p99 = 0;
+  if (env->rank == 0) perf_samples(env, a.iters, &med, &p99);
+  perf_row_t r = perf_row("barrier", perf_coop_name(a.coop), 0);
+  r.median_us = med;
+  r.p99_us = p99;
+  /* A two-rank barrier is one flag exchange each way at once: half a
+   * ping-pong round trip is its floor. */
+  r.floor = "half_raw_flag_pingpong";
+  r.floor_value = env->raw_floor_us / 2;
+  r.ratio = env->raw_floor_us > 0 ? med / (env->raw_floor_us / 2) : -1;
+  perf_emit(env, &r);
+}

@@ -1,0 +1,112 @@
+/*
+ * gin-perf's shared harness: options, the two-rank set-up every test runs
+ * on, sample statistics, and result rows (terminal table, CSV, JSON).
+ * Each test family lives in its own file (lat.c, bw.c, floors.c,
+ * baseline.c) with its kernels; gin_perf.c parses options and runs them.
+ */
+#ifndef GIN_PERF_H
+#define GIN_PERF_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gin/device/gin_device.h"
+#include "gin/gin.h"
+#include "perf/perf_target.h"
+
+#define PERF_DATA 4096 /* window: [0, PERF_DATA) flags, then data */
+#define PERF_SPIN_LIMIT_NS 10000000000ull
+#define PERF_MAX_SAMPLES (1 << 20)
+
+#define PERF_CHECK(call)                                                       \
+  do {                                                                         \
+    gin_result_t r_ = (call);                                                  \
+    if (r_ != GIN_SUCCESS) {                                                   \
+      fprintf(stderr, "gin-perf: %s: %s: %s\n", #call, gin_strerror(r_),       \
+              gin_last_error());                                               \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+typedef struct perf_opts {
+  const char *test;
+  size_t b, e;
+  double f;
+  int iters, warmup, blocks, threads, contexts, reps;
+  gin_coop_t coop;
+  int floors; /* --floors: also the CPU-side floors */
+  const char *csv, *json;
+} perf_opts_t;
+
+/* What every test runs on: two ranks, one window of `win_bytes` (flags in
+ * the first PERF_DATA bytes, then data), a device communicator, and a
+ * device buffer for samples. */
+typedef struct perf_env {
+  perf_opts_t o;
+  gin_comm_t comm;
+  int rank;
+  void *mem, *copy_dst; /* window memory; a second buffer for copy floors */
+  size_t win_bytes;
+  gin_window_t win;
+  gin_devcomm_t dc;
+  uint64_t *samples;    /* device memory, o.iters + 2 words at least */
+  uint64_t sig_base[8]; /* signal values consumed so far, per signal */
+  const char *path;     /* "direct", "proxy-ipc", ... from the settings */
+  int raw_floor_done;   /* the same on both ranks */
+  double raw_floor_us;  /* raw flag ping-pong, once measured (rank 0) */
+  double hostflag_us;   /* GPU <-> pinned host flag, once measured */
+  int npp;              /* gin ping-pong medians by size, for ratios */
+  size_t pp_bytes[64];
+  double pp_med[64];
+} perf_env_t;
+
+/* One result. Unused numbers are negative (left empty in CSV/JSON). */
+typedef struct perf_row {
+  const char *test, *gran;
+  size_t bytes;
+  double median_us, p99_us, gbps, mops;
+  const char *floor; /* what the ratio is to */
+  double floor_value, ratio;
+} perf_row_t;
+
+perf_row_t perf_row(const char *test, const char *gran, size_t bytes);
+/* Prints the row (rank 0) under a header for its test, adds it to CSV and
+ * JSON output. */
+void perf_emit(perf_env_t *env, const perf_row_t *row);
+void perf_note(perf_env_t *env, const char *fmt, ...);
+void perf_report_open(perf_env_t *env);
+void perf_report_close(perf_env_t *env);
+
+/* Median and p99 of n cycle samples, turned into us by ns_per_cycle. */
+void perf_stats(uint64_t *s, int n, double ns_per_cycle, double *med,
+                double *p99);
+/* Median and max of n doubles (sorted in place). */
+void perf_stats_d(double *s, int n, double *med, double *max);
+/* Copies `iters` cycle samples plus [total ns, total cycles] back from the
+ * device and reduces them to median/p99 us. */
+void perf_samples(perf_env_t *env, int iters, double *med, double *p99);
+
+const char *perf_coop_name(gin_coop_t c);
+/* Threads a coop of this kind needs in a 1-block launch. */
+int perf_coop_threads(gin_coop_t c);
+/* Next size of a -b/-e/-f sweep. */
+size_t perf_next_size(size_t bytes, double f);
+/* Barrier, then checks the async error after a test kernel. */
+void perf_sync(perf_env_t *env);
+
+/* Test families. Each returns after emitting its rows on rank 0. */
+void perf_floors_gpu(perf_env_t *env); /* raw flag, host flag, copies */
+void perf_floors_cpu(perf_env_t *env); /* tcp, shm (floors_host.c) */
+void perf_pingpong(perf_env_t *env);   /* put+signal, -g */
+void perf_sigpp(perf_env_t *env);      /* signal only */
+void perf_ladder(perf_env_t *env);     /* latency decomposition */
+void perf_barrier(perf_env_t *env);    /* gin_barrier */
+void perf_bw(perf_env_t *env, int bidir);
+void perf_rate(perf_env_t *env);     /* message rate */
+void perf_ring(perf_env_t *env);     /* ring alone (null transport) */
+void perf_baseline(perf_env_t *env); /* host-initiated ping-pong */
+
+/* The raw flag ping-pong kernel's driver (lat.c), also the floor. */
+void perf_raw_pingpong(perf_env_t *env, int variant, double *med, double *p99);
+
+#endif
