@@ -19,7 +19,7 @@ cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelW
 # The same benchmarks without device-side argument checks.
 cmake -S . -B build-dev-nochecks -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
-  cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda ginrun >>"$OUT/build.log" 2>&1 \
+  cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda >>"$OUT/build.log" 2>&1 \
   || log "nochecks build failed"
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -54,17 +54,39 @@ run demo_cuda_4 $R -n 4 --timeout 100 build-dev/gin_demo_cuda
 run demo_cuda_2 $R -n 2 --timeout 100 build-dev/gin_demo_cuda
 fi
 
-# gin-perf: floors and the paths, same run; CSVs come back in logs.tgz.
+# gin-perf: floors, the paths and the host-initiated baseline, same run;
+# CSV/JSON land in the logs. Thread-issued sweeps stop at 64 KiB (one
+# thread copying megabytes is not a use case), warp/block go to 1 MiB.
 P=build-dev/gin_perf_cuda
-for g in thread warp block; do
-  run perf_direct_$g $R -n 2 --timeout 200 $P pingpong -g $g -b 8 -e 1048576 -f 4 -n 2000 -w 200 --csv $OUT/perf_direct_$g.csv
+PN=build-dev-nochecks/gin_perf_cuda
+pf() { # name, env..., -- args...
+  local name=$1; shift
+  run perf_$name env "$@" --csv $OUT/perf_$name.csv --json $OUT/perf_$name.json
+}
+pf direct_all $R -n 2 --timeout 280 $P all --floors -g thread -b 8 -e 65536 -f 8 -n 2000 -w 200
+pf direct_ladder $R -n 2 --timeout 100 $P ladder -n 5000 -w 500
+pf direct_ladder_nochecks $R -n 2 --timeout 100 $PN ladder -n 5000 -w 500
+pf direct_pp_nochecks $R -n 2 --timeout 100 $PN pingpong -b 8 -e 4096 -f 8 -n 5000 -w 500
+for g in warp block; do
+  pf direct_pp_$g $R -n 2 --timeout 200 $P pingpong -g $g -b 8 -e 1048576 -f 8 -n 2000 -w 200
+  pf direct_sigpp_$g $R -n 2 --timeout 100 $P sigpp -g $g -n 2000 -w 200
+  pf direct_barrier_$g $R -n 2 --timeout 100 $P barrier -g $g -n 2000 -w 200
 done
-run perf_direct_bw $R -n 2 --timeout 200 $P bw -b 4096 -e 16777216 -f 4 --csv $OUT/perf_direct_bw.csv
-run perf_proxy_ipc env GIN_BACKEND=proxy $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 1000 -w 100 --csv $OUT/perf_proxy_ipc.csv
-run perf_proxy_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P -b 8 -e 4194304 -f 8 -n 300 -w 30 --csv $OUT/perf_proxy_tcp.csv
-run perf_ring_null env GIN_BACKEND=proxy GIN_TRANSPORT=null $R -n 2 --timeout 200 $P ring -n 5000 -w 500 --blocks 8
-run perf_ring_null_4threads env GIN_BACKEND=proxy GIN_TRANSPORT=null GIN_PROXY_THREADS=4 $R -n 2 --timeout 200 $P ring -n 5000 -w 500 --blocks 8
-run perf_direct_nochecks $R -n 2 --timeout 200 build-dev-nochecks/gin_perf_cuda pingpong -b 8 -e 4096 -f 8 -n 2000 -w 200
+pf direct_bw $R -n 2 --timeout 200 $P bw -b 4096 -e 16777216 -f 4
+pf direct_bibw $R -n 2 --timeout 200 $P bibw -b 4096 -e 16777216 -f 4
+pf ring_null GIN_BACKEND=proxy GIN_TRANSPORT=null $R -n 2 --timeout 200 $P ring -n 5000 -w 500 --blocks 8 --floors -e 8
+pf ring_null_4threads GIN_BACKEND=proxy GIN_TRANSPORT=null GIN_PROXY_THREADS=4 $R -n 2 --timeout 200 $P ring -n 5000 -w 500 --blocks 8
+pf ring_null_nochecks GIN_BACKEND=proxy GIN_TRANSPORT=null $R -n 2 --timeout 200 $PN ring -n 5000 -w 500 --blocks 8
+pf proxy_ipc GIN_BACKEND=proxy $R -n 2 --timeout 280 $P all -b 8 -e 65536 -f 8 -n 1000 -w 100
+pf proxy_ipc_bw GIN_BACKEND=proxy $R -n 2 --timeout 200 $P bw -b 65536 -e 16777216 -f 4
+pf proxy_tcp GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P pingpong -b 8 -e 65536 -f 8 -n 300 -w 30
+pf proxy_tcp_bw GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P bw -b 65536 -e 4194304 -f 4 --blocks 8 --reps 3
+# The host target's tcp path against raw TCP on the same CPUs.
+if cmake -S . -B build-host -DGIN_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
+   cmake --build build-host -j 16 --target gin_perf_host ginrun >>"$OUT/build.log" 2>&1; then
+  pf host_tcp GIN_BACKEND=proxy GIN_TRANSPORT=tcp build-host/ginrun -n 2 --timeout 200 build-host/gin_perf_host pingpong --floors -b 8 -e 65536 -f 8 -n 2000 -w 200
+  pf host_tcp_bw GIN_BACKEND=proxy GIN_TRANSPORT=tcp build-host/ginrun -n 2 --timeout 200 build-host/gin_perf_host bw --floors -b 4096 -e 4194304 -f 4
+fi
 
 if [ "${MODE:-all}" != perf ]; then
 # Host target on the same machine, for comparison.
