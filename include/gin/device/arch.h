@@ -233,6 +233,18 @@ GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
 }
 #endif
 
+/* Plain (weak) store of 16 bytes from src to dst, both 16-byte aligned:
+ * one 128-bit store on the GPU (one transaction across PCIe). */
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
+  *(uint4 *)dst = *(const uint4 *)src;
+}
+#else
+GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
+  memcpy(dst, src, 16);
+}
+#endif
+
 /* ---------------------------------------------------------- bulk copy */
 
 /* Copies n bytes with the threads of a coop (rank r of size s), using the

@@ -36,7 +36,8 @@ enum {
 #define GIN_DESC_WIN_GEN(v) ((v) >> 16)
 
 typedef struct gin_desc {
-  uint32_t flag;   /* lap + 1 once the body is written (release) */
+  /* 16-byte aligned: producers write it in 16-byte stores. */
+  GIN_ALIGNAS(16) uint32_t flag; /* lap + 1 once the body is written */
   uint8_t op;      /* GIN_OP_* */
   uint8_t remote;  /* GIN_REMOTE_* */
   uint8_t local;   /* GIN_LOCAL_* */
@@ -56,6 +57,7 @@ typedef struct gin_desc {
 GIN_STATIC_ASSERT(sizeof(gin_desc_t) == 64, "ring descriptor is 64 bytes");
 GIN_STATIC_ASSERT(offsetof(gin_desc_t, flag) == 0, "flag leads the descriptor");
 GIN_STATIC_ASSERT(offsetof(gin_desc_t, dst_off) % 8 == 0, "aligned body");
+GIN_STATIC_ASSERT(GIN_ALIGNOF(gin_desc_t) == 16, "16-byte stores");
 
 /* One ring as device code sees it. */
 typedef struct gin_ring {

@@ -12,8 +12,12 @@
 
 #ifdef __cplusplus
 #define GIN_STATIC_ASSERT(c, m) static_assert(c, m)
+#define GIN_ALIGNAS(n) alignas(n)
+#define GIN_ALIGNOF(t) alignof(t)
 #else
 #define GIN_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#define GIN_ALIGNAS(n) _Alignas(n)
+#define GIN_ALIGNOF(t) _Alignof(t)
 #endif
 
 #define GIN_MAX_RANKS 1024

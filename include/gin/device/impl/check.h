@@ -150,14 +150,16 @@ GIN_DEVICE_FN uint64_t gin_dev_read2_(const uint64_t *p, const uint64_t *q) {
 GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
                                 const uint64_t *q, uint64_t least, int bits,
                                 int kind, int64_t id, int64_t peer) {
-  uint64_t t0 = gin_time_ns();
+  uint64_t t0 = 0;
   for (uint32_t iter = 0;; iter++) {
     uint64_t v = gin_dev_read2_(p, q);
     if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
     /* The abort word may sit across PCIe: read it (and the clock) only
-     * every 256 polls, never on the first. */
+     * every 256 polls, never on the first; the timeout counts from the
+     * first such check (a wait that ends sooner never reads the clock). */
     if ((iter & 255) == 255) {
       uint64_t now = gin_time_ns();
+      if (t0 == 0) t0 = now;
       if (gin_load_acquire_u32(&dc->ctrl->abort) |
           gin_load_acquire_u32(&dc->ctrl->habort))
         return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, peer, id,

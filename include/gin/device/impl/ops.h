@@ -141,22 +141,37 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
                            GIN_DEVERR_TIMEOUT_RING, ctx, w);
     }
     if (rc == GIN_SUCCESS) {
-      gin_desc_t *d = &ring->slots[s & (ring->size - 1)];
-      d->op = (uint8_t)op;
-      d->remote = (uint8_t)remote.kind;
-      d->local = (uint8_t)local.kind;
-      d->version = GIN_DESC_VERSION;
-      d->peer = w;
-      d->signal = remote.signal;
-      d->counter = local.counter;
-      d->dst_win = GIN_DESC_WIN(dst);
-      d->src_win = GIN_DESC_WIN(src);
-      d->dst_off = dst_off;
-      d->src_off = src_off;
-      d->bytes = bytes;
-      d->signal_value = remote.value;
+      /* Built in registers, written as three 16-byte stores and the rest
+       * of the first 16 bytes, then the flag: six stores across PCIe
+       * instead of one per field. */
+      gin_desc_t d;
+      d.flag = 0;
+      d.op = (uint8_t)op;
+      d.remote = (uint8_t)remote.kind;
+      d.local = (uint8_t)local.kind;
+      d.version = GIN_DESC_VERSION;
+      d.peer = w;
+      d.signal = remote.signal;
+      d.counter = local.counter;
+      d.dst_win = GIN_DESC_WIN(dst);
+      d.src_win = GIN_DESC_WIN(src);
+      d.pad_ = 0;
+      d.dst_off = dst_off;
+      d.src_off = src_off;
+      d.bytes = bytes;
+      d.signal_value = remote.value;
+      gin_desc_t *slot = &ring->slots[s & (ring->size - 1)];
+      gin_store16((char *)slot + 16, (const char *)&d + 16);
+      gin_store16((char *)slot + 32, (const char *)&d + 32);
+      gin_store16((char *)slot + 48, (const char *)&d + 48);
+      uint32_t w1;
+      uint64_t w2;
+      memcpy(&w1, (const char *)&d + 4, 4);
+      memcpy(&w2, (const char *)&d + 8, 8);
+      *(uint32_t *)((char *)slot + 4) = w1;
+      *(uint64_t *)((char *)slot + 8) = w2;
       if (gin_coop_size(coop) > 1) gin_fence_system();
-      gin_store_release_u32(&d->flag, (uint32_t)(s / ring->size) + 1);
+      gin_store_release_u32(&slot->flag, (uint32_t)(s / ring->size) + 1);
     }
   }
   return gin_coop_rc(coop, rc);
