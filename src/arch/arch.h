@@ -66,10 +66,20 @@ void gin_arch_dev_free(void *ptr);
 /* Synchronous copies and fills; pointers may be host or device memory. */
 gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes);
 gin_result_t gin_arch_memset(void *dst, int value, size_t bytes);
-/* n copies at once, complete on return (one submission on cuda). The
- * copies must not overlap each other. */
-gin_result_t gin_arch_copy_batch(void *const *dsts, const void *const *srcs,
-                                 const size_t *sizes, size_t n);
+/* Starts n copies on the calling thread's copy queue (its stream on cuda:
+ * one submission for the batch; memmove before returning on the host
+ * target). The copies of one call run in no particular order, so they
+ * must not overlap each other; they run after every copy this thread
+ * submitted before, and before any it submits later. Sources must stay
+ * valid and unchanged, and destinations untouched by the CPU, until
+ * gin_arch_copy_wait returns. The arrays themselves may be reused at once.
+ * Thread safety: any thread; each has its own queue. */
+gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
+                                  const size_t *sizes, size_t n);
+/* Waits until every copy the calling thread submitted is complete (one
+ * stream synchronisation on cuda; nothing on the host target). The first
+ * call on a thread also sets up its queue for this process's device. */
+gin_result_t gin_arch_copy_wait(void);
 
 /* Atomic add (release) from a CPU thread on a 64-bit word in host memory
  * that the device reads (the proxy's part of a signal or counter; pass the

@@ -4,6 +4,13 @@
  * the consumer index. A bad descriptor is reported (rank, context, what was
  * wrong) through the control page, the communicator is aborted, and the
  * descriptor is dropped without touching any memory.
+ *
+ * Each thread owns the rings assigned to it and reaches them through its
+ * own array and lock: threads never share a lock or a ring on the hot
+ * path. Only ring creation and destruction (the API thread) also take a
+ * thread's lock, which keeps a ring alive while its thread drains it.
+ * Transports are called by several threads at once: each keeps what a
+ * thread started apart from the others (ipc: a lane per thread).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,24 +39,33 @@ GIN_PARAM_STR(param_proxy_cpus, "PROXY_CPUS", "auto",
               "(no pinning), or a cpulist such as 2-3,8")
 
 #define PROXY_MAX_THREADS 16
-#define PROXY_BATCH 64
+/* How often within a batch the abort words are read again. */
+#define PROXY_ABORT_EVERY 32
+
+/* One proxy thread and the rings it serves, on cache lines of its own.
+ * `lock` guards `rings`: the thread takes it for each pass over them, ring
+ * creation and destruction to change them. */
+typedef struct proxy_thread {
+  _Alignas(64) pthread_mutex_t lock;
+  gin_proxy_ring_t **rings; /* [nrings] */
+  int nrings, cap;
+  struct gin_proxy *px;
+  int idx;
+  pthread_t tid;
+} proxy_thread_t;
 
 struct gin_proxy {
+  proxy_thread_t th[PROXY_MAX_THREADS];
   gin_comm_t comm;
   int nthreads;
-  pthread_t threads[PROXY_MAX_THREADS];
-  pthread_mutex_t lock; /* guards the ring list */
-  gin_proxy_ring_t *rings;
+  pthread_mutex_t lock;    /* guards the list of all rings, next_thread */
+  gin_proxy_ring_t *rings; /* all rings (quiesce walks them) */
+  int next_thread;         /* round-robin ring assignment */
   int stop;
   int busy;
   const gin_transport_ops_t *ops[GIN_TRANSPORT_MAX];
   void *state[GIN_TRANSPORT_MAX];
 };
-
-typedef struct thread_arg {
-  struct gin_proxy *px;
-  int idx;
-} thread_arg_t;
 
 /* Records an error the proxy found (first one wins) and aborts. */
 static void proxy_fail(gin_comm_t c, int kind, int64_t peer, int64_t id,
@@ -174,16 +190,15 @@ static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
   return 1;
 }
 
-/* Hands one operation to its transport, retrying while it has no room
- * (bounded by the timeout). */
-static gin_result_t proxy_issue(struct gin_proxy *px, const gin_xfer_t *x) {
+/* Hands an operation that transport t had no room for to it again,
+ * driving the transport meanwhile (bounded by the timeout). The deadline
+ * is only read here, off the per-descriptor path. */
+static gin_result_t proxy_issue_retry(struct gin_proxy *px, int t,
+                                      const gin_xfer_t *x) {
   gin_comm_t c = px->comm;
-  int t = c->transport[x->peer];
   const gin_transport_ops_t *ops = px->ops[t];
   uint64_t deadline = gin_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
   for (;;) {
-    gin_result_t res = ops->put(px->state[t], x);
-    if (res != GIN_ERR_AGAIN) return res;
     GIN_CHECK(ops->progress(px->state[t]));
     if (gin_comm_aborted_by_(c))
       return GIN_ERROR(GIN_ERR_ABORTED, "proxy: communicator aborted");
@@ -191,34 +206,39 @@ static gin_result_t proxy_issue(struct gin_proxy *px, const gin_xfer_t *x) {
       return GIN_ERROR(GIN_ERR_TIMEOUT,
                        "proxy: transport %s had no room for %lld ms (peer %d)",
                        ops->name, (long long)c->timeout_ms, x->peer);
+    gin_result_t res = ops->put(px->state[t], x);
+    if (res != GIN_ERR_AGAIN) return res;
   }
 }
 
-/* Consumes up to PROXY_BATCH descriptors of a ring; returns how many. */
-/* Completes what the transports started (ipc copies a whole batch in one
- * call), then the batch's counters count: their sources are now free. */
-static void batch_complete(struct gin_proxy *px, gin_proxy_ring_t *r,
-                           const int *counters, int ncounters) {
-  gin_comm_t c = px->comm;
-  for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
-    if (!px->ops[t] || px->ops[t]->flush(px->state[t]) == GIN_SUCCESS) continue;
-    char full[256];
-    snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
-             gin_last_error());
-    proxy_fail(c, GIN_DEVERR_TRANSPORT, -1, r->ctx, r->next, 0, full);
-    return;
-  }
-  for (int i = 0; i < ncounters; i++)
-    gin_arch_atomic_add_u64(&r->counters[counters[i]], 1);
+/* Notes a local counter increment of the ring's batch (merged per
+ * counter: one atomic add each when the batch completes). */
+static void counters_note(gin_proxy_ring_t *r, int counter) {
+  for (int i = r->ncnt - 1; i >= 0; i--)
+    if (r->cnt_idx[i] == counter) {
+      r->cnt_add[i]++;
+      return;
+    }
+  r->cnt_idx[r->ncnt] = counter;
+  r->cnt_add[r->ncnt++] = 1;
 }
 
-static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
+/* Issues up to r->batch descriptors of a ring to the transports (adding
+ * theirs to *used, a bit per transport id); returns how many. Nothing is
+ * complete yet: pass_complete finishes them. The abort words are read
+ * when the batch starts and every PROXY_ABORT_EVERY descriptors; what this
+ * thread rejects stops the rest of the batch at once. */
+static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r,
+                      unsigned *used) {
   gin_comm_t c = px->comm;
-  int n = 0, counters[PROXY_BATCH], ncounters = 0;
-  for (; n < PROXY_BATCH; n++) {
-    gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
-    uint32_t want = (uint32_t)(r->next / r->size) + 1;
+  const uint32_t mask = r->size - 1;
+  int n = 0, aborted = 0;
+  for (; n < r->batch; n++) {
+    gin_desc_t *slot = &r->slots[r->next & mask];
+    uint32_t want = (uint32_t)(r->next >> r->lap_shift) + 1;
     if (__atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) != want) break;
+    if (n % PROXY_ABORT_EVERY == 0 && !aborted)
+      aborted = gin_comm_aborted_by_(c) != 0;
     gin_desc_t d = *slot;
     gin_xfer_t x;
     char msg[200];
@@ -228,24 +248,59 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r) {
                "proxy rejected descriptor %llu of context %d: %s",
                (unsigned long long)r->next, r->ctx, msg);
       proxy_fail(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, r->next, 0, full);
-    } else if (!gin_comm_aborted_by_(c)) {
-      gin_result_t res = proxy_issue(px, &x);
+      aborted = 1;
+    } else if (!aborted) {
+      int t = c->transport[x.peer];
+      *used |= 1u << t;
+      gin_result_t res = px->ops[t]->put(px->state[t], &x);
+      if (res == GIN_ERR_AGAIN) res = proxy_issue_retry(px, t, &x);
       if (res != GIN_SUCCESS) {
         char full[256];
         snprintf(full, sizeof full, "transport %s, peer %d: %s",
-                 px->ops[c->transport[x.peer]]->name, x.peer, gin_last_error());
+                 px->ops[t]->name, x.peer, gin_last_error());
         proxy_fail(c, GIN_DEVERR_TRANSPORT, x.peer, r->ctx, r->next, 0, full);
+        aborted = 1;
       } else if (d.local == GIN_LOCAL_COUNTER_INC) {
-        counters[ncounters++] = d.counter;
+        counters_note(r, d.counter);
       }
     }
     r->next++;
   }
-  if (n == 0) return 0;
-  batch_complete(px, r, counters, ncounters);
-  /* Only now are the batch's sources consumed: the flush point. */
-  __atomic_store_n(r->cons, r->next, __ATOMIC_RELEASE);
+  r->pending = n;
   return n;
+}
+
+/* Completes a pass over the thread's rings: the transports in `used`
+ * finish what they started, once for all the rings (ipc waits for its
+ * copies, then applies the signals), then each ring's counters count
+ * (their sources are free now) and its consumer index moves on. */
+static void pass_complete(struct gin_proxy *px, proxy_thread_t *th,
+                          unsigned used) {
+  gin_comm_t c = px->comm;
+  int ok = 1;
+  /* Every one of them, even after one failed: nothing stays pending. */
+  for (int t = 0; used; t++, used >>= 1) {
+    if (!(used & 1) || px->ops[t]->flush(px->state[t]) == GIN_SUCCESS || !ok)
+      continue;
+    const gin_proxy_ring_t *r = th->rings[0]; /* the first with a batch */
+    for (int i = 1; !r->pending && i < th->nrings; i++)
+      r = th->rings[i];
+    char full[256];
+    snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
+             gin_last_error());
+    proxy_fail(c, GIN_DEVERR_TRANSPORT, -1, r->ctx, r->next, 0, full);
+    ok = 0;
+  }
+  for (int i = 0; i < th->nrings; i++) {
+    gin_proxy_ring_t *r = th->rings[i];
+    if (!r->pending) continue;
+    for (int j = 0; ok && j < r->ncnt; j++)
+      gin_arch_atomic_add_u64(&r->counters[r->cnt_idx[j]], r->cnt_add[j]);
+    r->ncnt = 0;
+    r->pending = 0;
+    /* Only now are the batch's sources consumed: the flush point. */
+    __atomic_store_n(r->cons, r->next, __ATOMIC_RELEASE);
+  }
 }
 
 /* Parses a Linux cpulist ("0-3,8,10-11") into set; 0 if malformed. */
@@ -297,21 +352,22 @@ static void proxy_pin(struct gin_proxy *px, int idx) {
 }
 
 static void *proxy_main(void *p) {
-  thread_arg_t ta_copy = *(thread_arg_t *)p, *ta = &ta_copy;
-  free(p);
-  struct gin_proxy *px = ta->px;
+  proxy_thread_t *th = (proxy_thread_t *)p;
+  struct gin_proxy *px = th->px;
   uint32_t idle = 0;
-  proxy_pin(px, ta->idx);
+  proxy_pin(px, th->idx);
   while (!__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE)) {
     int did = 0;
-    pthread_mutex_lock(&px->lock);
-    for (gin_proxy_ring_t *r = px->rings; r; r = r->next_ring)
-      if (r->thread == ta->idx) did += ring_drain(px, r);
-    pthread_mutex_unlock(&px->lock);
+    unsigned used = 0;
+    pthread_mutex_lock(&th->lock); /* uncontended but for ring changes */
+    for (int i = 0; i < th->nrings; i++)
+      did += ring_drain(px, th->rings[i], &used);
+    if (did) pass_complete(px, th, used);
+    pthread_mutex_unlock(&th->lock);
     /* The receiving side: a transport that fails (a peer died, sent a bad
      * operation) aborts the communicator, so nobody waits for what it
      * will never deliver. */
-    if (ta->idx == 0 && !gin_comm_aborted_by_(px->comm))
+    if (th->idx == 0 && !gin_comm_aborted_by_(px->comm))
       for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
         if (!px->ops[t] || px->ops[t]->progress(px->state[t]) == GIN_SUCCESS)
           continue;
@@ -336,10 +392,17 @@ static void *proxy_main(void *p) {
 }
 
 gin_result_t gin_proxy_attach(gin_comm_t c) {
-  struct gin_proxy *px = (struct gin_proxy *)calloc(1, sizeof *px);
+  struct gin_proxy *px =
+      (struct gin_proxy *)aligned_alloc(_Alignof(struct gin_proxy), sizeof *px);
   if (!px) return GIN_ERROR(GIN_ERR_NOMEM, "proxy");
+  memset(px, 0, sizeof *px);
   px->comm = c;
   pthread_mutex_init(&px->lock, NULL);
+  for (int i = 0; i < PROXY_MAX_THREADS; i++) {
+    pthread_mutex_init(&px->th[i].lock, NULL);
+    px->th[i].px = px;
+    px->th[i].idx = i;
+  }
   int64_t nt = param_proxy_threads();
   px->nthreads = nt < 1                   ? 1
                  : nt > PROXY_MAX_THREADS ? PROXY_MAX_THREADS
@@ -365,16 +428,8 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
   if (res != GIN_SUCCESS) goto fini_transports;
   c->proxy = px;
   for (int i = 0; i < px->nthreads; i++) {
-    thread_arg_t *ta = (thread_arg_t *)malloc(sizeof *ta);
-    if (!ta) {
-      res = GIN_ERROR(GIN_ERR_NOMEM, "proxy thread");
-      break;
-    }
-    ta->px = px;
-    ta->idx = i;
-    int e = pthread_create(&px->threads[i], NULL, proxy_main, ta);
+    int e = pthread_create(&px->th[i].tid, NULL, proxy_main, &px->th[i]);
     if (e != 0) {
-      free(ta);
       res = GIN_ERROR(GIN_ERR_SYSTEM, "proxy thread %d: %s", i, strerror(e));
       px->nthreads = i;
       break;
@@ -392,6 +447,8 @@ fini_transports:
   for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
     if (px->ops[t]) px->ops[t]->fini(px->state[t]);
 free_proxy:
+  for (int i = 0; i < PROXY_MAX_THREADS; i++)
+    pthread_mutex_destroy(&px->th[i].lock);
   pthread_mutex_destroy(&px->lock);
   free(px);
   return res;
@@ -430,12 +487,45 @@ void gin_proxy_detach(gin_comm_t c) {
   if (!px) return;
   __atomic_store_n(&px->stop, 1, __ATOMIC_RELEASE);
   for (int i = 0; i < px->nthreads; i++)
-    pthread_join(px->threads[i], NULL);
+    pthread_join(px->th[i].tid, NULL);
   for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
     if (px->ops[t]) px->ops[t]->fini(px->state[t]);
+  for (int i = 0; i < PROXY_MAX_THREADS; i++) {
+    free(px->th[i].rings);
+    pthread_mutex_destroy(&px->th[i].lock);
+  }
   pthread_mutex_destroy(&px->lock);
   free(px);
   c->proxy = NULL;
+}
+
+/* Makes room in each thread's array for the rings assigned to it, so
+ * that handing them over cannot fail. */
+static gin_result_t threads_reserve(struct gin_proxy *px,
+                                    const gin_proxy_ring_t *rings, int n) {
+  for (int t = 0; t < px->nthreads; t++) {
+    proxy_thread_t *th = &px->th[t];
+    int add = 0;
+    for (int i = 0; i < n; i++)
+      add += rings[i].thread == t;
+    if (add == 0) continue;
+    pthread_mutex_lock(&th->lock);
+    gin_result_t res = GIN_SUCCESS;
+    if (th->nrings + add > th->cap) {
+      int cap = 2 * (th->nrings + add);
+      gin_proxy_ring_t **a =
+          (gin_proxy_ring_t **)realloc(th->rings, (size_t)cap * sizeof *a);
+      if (a) {
+        th->rings = a;
+        th->cap = cap;
+      } else {
+        res = GIN_ERROR(GIN_ERR_NOMEM, "proxy thread %d's ring table", t);
+      }
+    }
+    pthread_mutex_unlock(&th->lock);
+    GIN_CHECK(res);
+  }
+  return GIN_SUCCESS;
 }
 
 gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
@@ -450,19 +540,24 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
                      "[8, 65536]",
                      (long long)size);
   int n = dc->nctx;
-  gin_proxy_ring_t *rings =
-      (gin_proxy_ring_t *)calloc((size_t)n, sizeof *rings);
+  gin_proxy_ring_t *rings = (gin_proxy_ring_t *)aligned_alloc(
+      _Alignof(gin_proxy_ring_t), (size_t)n * sizeof *rings);
+  if (rings) memset(rings, 0, (size_t)n * sizeof *rings);
   gin_ring_t *devtab = (gin_ring_t *)calloc((size_t)n, sizeof *devtab);
   gin_result_t res = GIN_SUCCESS;
   if (!rings || !devtab) {
     res = GIN_ERROR(GIN_ERR_NOMEM, "proxy rings");
     goto fail;
   }
+  int lap_shift = 0;
+  while ((1ll << lap_shift) < size)
+    lap_shift++;
   for (int i = 0; i < n && res == GIN_SUCCESS; i++) {
     gin_proxy_ring_t *r = &rings[i];
     r->size = (uint32_t)size;
+    r->lap_shift = lap_shift;
+    r->batch = size / 2 < GIN_PROXY_BATCH ? (int)(size / 2) : GIN_PROXY_BATCH;
     r->ctx = i;
-    r->thread = i % px->nthreads;
     r->sig_win = sig_win;
     r->nsig_total = nsig_total;
     r->nsignals = dc->nsignals;
@@ -496,6 +591,19 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
     gin_arch_dev_free(dev);
     goto fail;
   }
+  /* Round robin over the threads, continuing where the last device
+   * communicator stopped. */
+  pthread_mutex_lock(&px->lock);
+  int first = px->next_thread;
+  px->next_thread = (first + n) % px->nthreads;
+  pthread_mutex_unlock(&px->lock);
+  for (int i = 0; i < n; i++)
+    rings[i].thread = (first + i) % px->nthreads;
+  res = threads_reserve(px, rings, n);
+  if (res != GIN_SUCCESS) {
+    gin_arch_dev_free(dev);
+    goto fail;
+  }
   free(devtab);
   for (int i = 0; i < n; i++)
     rings[i].next_ring = i + 1 < n ? &rings[i + 1] : NULL;
@@ -503,6 +611,13 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
   rings[n - 1].next_ring = px->rings;
   px->rings = rings;
   pthread_mutex_unlock(&px->lock);
+  /* Now the threads see them: everything above is written before. */
+  for (int i = 0; i < n; i++) {
+    proxy_thread_t *th = &px->th[rings[i].thread];
+    pthread_mutex_lock(&th->lock);
+    th->rings[th->nrings++] = &rings[i];
+    pthread_mutex_unlock(&th->lock);
+  }
   dc->rings = (gin_ring_t *)dev;
   *rings_out = rings;
   return GIN_SUCCESS;
@@ -525,7 +640,19 @@ void gin_proxy_rings_destroy(gin_comm_t c, gin_proxy_ring_t *rings, int n,
   struct gin_proxy *px = c->proxy;
   if (!rings) return;
   if (px) { /* gone already when the communicator is being destroyed */
-    /* The n rings are consecutive in the threads' list. */
+    /* Once its thread's lock is released, no thread is draining a ring
+     * or will again. */
+    for (int i = 0; i < n; i++) {
+      proxy_thread_t *th = &px->th[rings[i].thread];
+      pthread_mutex_lock(&th->lock);
+      for (int j = 0; j < th->nrings; j++)
+        if (th->rings[j] == &rings[i]) {
+          th->rings[j] = th->rings[--th->nrings];
+          break;
+        }
+      pthread_mutex_unlock(&th->lock);
+    }
+    /* The n rings are consecutive in the list of all rings. */
     pthread_mutex_lock(&px->lock);
     gin_proxy_ring_t **pp = &px->rings;
     while (*pp && *pp != rings)

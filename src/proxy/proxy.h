@@ -11,12 +11,19 @@
 #include "gin/device/proxy.h"
 #include "transport/transport.h"
 
-/* One ring, host side. */
+/* Most descriptors of one ring issued between flushes (at most half the
+ * ring, so producers keep room while the proxy completes a batch). */
+#define GIN_PROXY_BATCH 256
+
+/* One ring, host side; aligned so that rings served by different threads
+ * share no cache line. */
 typedef struct gin_proxy_ring {
-  gin_desc_t *slots; /* host view */
-  uint64_t *cons;    /* host view of the consumer index */
-  uint64_t next;     /* next slot to consume */
+  _Alignas(64) gin_desc_t *slots; /* host view */
+  uint64_t *cons;                 /* host view of the consumer index */
+  uint64_t next;                  /* next slot to consume */
   uint32_t size;
+  int lap_shift; /* log2(size): lap of a slot index */
+  int batch;     /* most descriptors consumed between flushes */
   int ctx;
   int thread; /* proxy thread serving it */
   /* what descriptors are checked against */
@@ -28,8 +35,13 @@ typedef struct gin_proxy_ring {
   void *mem, *mem_cookie;
   size_t mem_bytes;
   void *mem_dev;
-  uint64_t *prod; /* device memory */
-  struct gin_proxy_ring *next_ring;
+  uint64_t *prod;                   /* device memory */
+  struct gin_proxy_ring *next_ring; /* list of all the proxy's rings */
+  /* The batch issued but not complete yet (its thread's only). */
+  int pending; /* descriptors */
+  int ncnt;    /* local counter increments, merged per counter */
+  int cnt_idx[GIN_PROXY_BATCH];
+  uint64_t cnt_add[GIN_PROXY_BATCH];
 } gin_proxy_ring_t;
 
 /* Starts the proxy threads and transports of a communicator that has

@@ -1,22 +1,27 @@
 /*
  * ipc transport: peers on this machine whose windows are mapped here (the
- * proxy path inside a node). The proxy thread collects a batch of
- * operations, copies every payload into the peers' mapped windows in one
- * submission (memcpy on the host target, one cudaMemcpyBatchAsync on the
- * copy engine on cuda: no CUDA call per small put), waits for it, then
- * applies the batch's signals in order with release adds on the CPU views
- * of the peers' proxy signal words. So a signal is never visible before
- * its payload, or any earlier one.
+ * proxy path inside a node). Each proxy thread has its own lane: the
+ * copies of the operations it starts are collected and submitted to the
+ * copy engine in groups (memcpy on the host target, one
+ * cudaMemcpyBatchAsync on the thread's stream on cuda: no CUDA call per
+ * small put). The copies of one group run in no particular order, so a
+ * copy that overlaps one collected before (same destination, or reading
+ * what it writes) first submits the group collected so far: stream order
+ * runs that group to completion before the next one starts, and nobody
+ * waits. Only a flush waits for the stream, once, then applies the
+ * pending signals in order with release adds on the CPU views of the
+ * peers' proxy signal words. So a signal is never visible before its
+ * payload, or any earlier one.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/transport.h"
 
-#define IPC_BATCH 64
+#define IPC_BATCH 64    /* copies per submission */
+#define IPC_PENDING 256 /* signals and put_value sources held until a flush */
 
-/* Operations started since the last flush: their copies go to the copy
- * engine in one submission, then their signals are applied in order. */
 typedef struct ipc_sig {
   uint64_t *word; /* CPU view of the signal */
   uint32_t *mode; /* CPU view of its INC/ADD mark word, or NULL */
@@ -24,15 +29,40 @@ typedef struct ipc_sig {
   uint64_t add;
 } ipc_sig_t;
 
-typedef struct ipc_state {
-  gin_comm_t comm;
-  size_t ncopies, nsigs;
+/* One proxy thread's operations since its last flush. Used by that thread
+ * only (and by fini, once the threads are gone). */
+typedef struct ipc_lane {
+  struct ipc_lane *next;
+  pthread_t owner;
+  /* The group being collected, not yet submitted. */
+  size_t ncopies;
   void *dst[IPC_BATCH];
   const void *src[IPC_BATCH];
   size_t size[IPC_BATCH];
-  uint64_t value[IPC_BATCH]; /* PUT_VALUE sources live here until flush */
-  ipc_sig_t sig[IPC_BATCH];
+  uintptr_t dlo, dhi; /* span of the group's destinations */
+  uintptr_t slo, shi; /* span of its put sources */
+  int submitted;      /* groups were submitted since the last wait */
+  /* Held until the flush has waited for the copies. */
+  size_t nvalues;
+  uint64_t *value; /* [IPC_PENDING] put_value sources (staging memory) */
+  size_t nsigs;
+  ipc_sig_t sig[IPC_PENDING];
+} ipc_lane_t;
+
+typedef struct ipc_state {
+  gin_comm_t comm;
+  uint64_t id;          /* unique per state, never reused */
+  pthread_mutex_t lock; /* guards the lane list */
+  ipc_lane_t *lanes;
 } ipc_state_t;
+
+/* The calling thread's lane of the state with id `id`: the last one it
+ * used (a proxy thread serves one communicator). */
+static _Thread_local struct {
+  uint64_t id;
+  ipc_lane_t *lane;
+} ipc_tls;
+static uint64_t ipc_next_id = 1;
 
 static gin_result_t ipc_init(gin_comm_t comm, const uint8_t *use,
                              void **state_out) {
@@ -44,43 +74,142 @@ static gin_result_t ipc_init(gin_comm_t comm, const uint8_t *use,
   ipc_state_t *s = (ipc_state_t *)calloc(1, sizeof *s);
   if (!s) return GIN_ERROR(GIN_ERR_NOMEM, "ipc transport");
   s->comm = comm;
+  s->id = __atomic_fetch_add(&ipc_next_id, 1, __ATOMIC_RELAXED);
+  pthread_mutex_init(&s->lock, NULL);
   *state_out = s;
   return GIN_SUCCESS;
 }
 
-static gin_result_t ipc_flush(void *state) {
-  ipc_state_t *s = (ipc_state_t *)state;
-  gin_result_t res = gin_arch_copy_batch(s->dst, s->src, s->size, s->ncopies);
-  s->ncopies = 0;
+static void span_reset(ipc_lane_t *l) {
+  l->dlo = l->slo = UINTPTR_MAX;
+  l->dhi = l->shi = 0;
+}
+
+/* The calling thread's lane; creates it when `create`, else *lane_out may
+ * be NULL (the thread started nothing). */
+static gin_result_t lane_get(ipc_state_t *s, int create,
+                             ipc_lane_t **lane_out) {
+  if (ipc_tls.id == s->id) {
+    *lane_out = ipc_tls.lane;
+    return GIN_SUCCESS;
+  }
+  /* A thread that served another state in between finds its lane. */
+  pthread_t self = pthread_self();
+  pthread_mutex_lock(&s->lock);
+  ipc_lane_t *l = s->lanes;
+  while (l && !pthread_equal(l->owner, self))
+    l = l->next;
+  pthread_mutex_unlock(&s->lock);
+  if (l || !create) {
+    if (l) {
+      ipc_tls.id = s->id;
+      ipc_tls.lane = l;
+    }
+    *lane_out = l;
+    return GIN_SUCCESS;
+  }
+  l = (ipc_lane_t *)calloc(1, sizeof *l);
+  if (!l) return GIN_ERROR(GIN_ERR_NOMEM, "ipc transport lane");
+  /* Waiting on the (empty) queue first sets the thread up for its device,
+   * so the staging memory is pinned where the copies run. */
+  gin_result_t res = gin_arch_copy_wait();
+  if (res == GIN_SUCCESS)
+    res = gin_arch_staging_alloc(IPC_PENDING * sizeof(uint64_t),
+                                 (void **)&l->value);
   if (res != GIN_SUCCESS) {
-    s->nsigs = 0;
+    free(l);
     return res;
   }
-  /* Every payload of the batch is written: now its signals. */
-  for (size_t i = 0; i < s->nsigs; i++) {
-    ipc_sig_t *g = &s->sig[i];
-    if (g->mode) __atomic_fetch_or(g->mode, g->mode_bit, __ATOMIC_RELAXED);
-    gin_arch_atomic_add_u64(g->word, g->add);
-  }
-  s->nsigs = 0;
+  span_reset(l);
+  l->owner = self;
+  pthread_mutex_lock(&s->lock);
+  l->next = s->lanes;
+  s->lanes = l;
+  pthread_mutex_unlock(&s->lock);
+  ipc_tls.id = s->id;
+  ipc_tls.lane = l;
+  *lane_out = l;
   return GIN_SUCCESS;
 }
 
-static int ranges_overlap(const char *a, size_t na, const char *b, size_t nb) {
+/* Hands the collected group to the copy engine; nobody waits. */
+static gin_result_t lane_submit(ipc_lane_t *l) {
+  if (l->ncopies == 0) return GIN_SUCCESS;
+  gin_result_t res = gin_arch_copy_submit(l->dst, l->src, l->size, l->ncopies);
+  l->ncopies = 0;
+  l->submitted = 1;
+  span_reset(l);
+  return res;
+}
+
+/* Submits what is collected, waits for every copy, then applies the
+ * signals in the order their operations were started. */
+static gin_result_t lane_flush(ipc_lane_t *l) {
+  gin_result_t res = lane_submit(l);
+  if (l->submitted) { /* even after a failure: nothing may stay in flight */
+    gin_result_t w = gin_arch_copy_wait();
+    if (res == GIN_SUCCESS) res = w;
+  }
+  l->submitted = 0;
+  l->nvalues = 0; /* no copy reads them any more */
+  if (res != GIN_SUCCESS) {
+    l->nsigs = 0;
+    return res;
+  }
+  /* Every payload is written: now the signals. */
+  for (size_t i = 0; i < l->nsigs; i++) {
+    ipc_sig_t *g = &l->sig[i];
+    if (g->mode) __atomic_fetch_or(g->mode, g->mode_bit, __ATOMIC_RELAXED);
+    gin_arch_atomic_add_u64(g->word, g->add);
+  }
+  l->nsigs = 0;
+  return GIN_SUCCESS;
+}
+
+static gin_result_t ipc_flush(void *state) {
+  ipc_lane_t *l;
+  GIN_CHECK(lane_get((ipc_state_t *)state, 0, &l));
+  return l ? lane_flush(l) : GIN_SUCCESS;
+}
+
+static int ranges_overlap(uintptr_t a, size_t na, uintptr_t b, size_t nb) {
   return a < b + nb && b < a + na;
 }
 
-/* Whether a copy to dst (or from src) must wait for the pending batch:
- * copies within one submission run in no particular order. */
-static int ipc_conflicts(const ipc_state_t *s, const char *dst, const char *src,
-                         size_t n) {
-  for (size_t i = 0; i < s->ncopies; i++) {
-    const char *d = (const char *)s->dst[i], *r = (const char *)s->src[i];
-    if (ranges_overlap(d, s->size[i], dst, n) ||        /* write after write */
-        ranges_overlap(r, s->size[i], dst, n) ||        /* write after read */
-        (src && ranges_overlap(d, s->size[i], src, n))) /* read after write */
+/* Whether a copy to dst (from src, if a put's source) must go after the
+ * collected group: copies within one submission run in no particular
+ * order. The spans answer most calls without looking at each copy. */
+static int lane_conflicts(const ipc_lane_t *l, uintptr_t dst, uintptr_t src,
+                          size_t n) {
+  int waw = l->dlo < l->dhi && ranges_overlap(dst, n, l->dlo, l->dhi - l->dlo);
+  int war = l->slo < l->shi && ranges_overlap(dst, n, l->slo, l->shi - l->slo);
+  int raw =
+      src && l->dlo < l->dhi && ranges_overlap(src, n, l->dlo, l->dhi - l->dlo);
+  if (!waw && !war && !raw) return 0;
+  for (size_t i = 0; i < l->ncopies; i++) {
+    uintptr_t d = (uintptr_t)l->dst[i], r = (uintptr_t)l->src[i];
+    if (ranges_overlap(d, l->size[i], dst, n) ||        /* write after write */
+        ranges_overlap(r, l->size[i], dst, n) ||        /* write after read */
+        (src && ranges_overlap(d, l->size[i], src, n))) /* read after write */
       return 1;
   }
+  return 0;
+}
+
+/* The collected copy writing exactly [d, d+n), or l->ncopies if none. */
+static size_t lane_find(const ipc_lane_t *l, uintptr_t d, size_t n) {
+  if (l->dlo > d || l->dhi < d + n) return l->ncopies;
+  for (size_t i = 0; i < l->ncopies; i++)
+    if ((uintptr_t)l->dst[i] == d && l->size[i] == n) return i;
+  return l->ncopies;
+}
+
+/* Whether the collected group writes any of [p, p+n). */
+static int lane_writes(const ipc_lane_t *l, uintptr_t p, size_t n) {
+  if (!(l->dlo < l->dhi && ranges_overlap(p, n, l->dlo, l->dhi - l->dlo)))
+    return 0;
+  for (size_t i = 0; i < l->ncopies; i++)
+    if (ranges_overlap((uintptr_t)l->dst[i], l->size[i], p, n)) return 1;
   return 0;
 }
 
@@ -94,6 +223,7 @@ static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
       return GIN_ERROR(GIN_ERR_INTERNAL, "ipc: window %u of rank %d not mapped",
                        x->dst_win, x->peer);
     dst += x->dst_off;
+    if (x->bytes == 0) dst = NULL; /* nothing to copy */
   }
   if (x->has_signal) {
     sig = c->wins[x->sig_win].hbases[x->peer]; /* CPU view */
@@ -101,24 +231,46 @@ static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
       return GIN_ERROR(GIN_ERR_INTERNAL, "ipc: signals of rank %d not mapped",
                        x->peer);
   }
-  if (s->ncopies == IPC_BATCH || s->nsigs == IPC_BATCH ||
-      (dst &&
-       ipc_conflicts(s, dst, x->op == GIN_OP_PUT ? (const char *)x->src : NULL,
-                     x->bytes)))
-    GIN_CHECK(ipc_flush(s));
-  if (dst && x->bytes > 0) {
-    size_t i = s->ncopies++;
-    s->dst[i] = dst;
-    s->size[i] = x->bytes;
-    if (x->op == GIN_OP_PUT) {
-      s->src[i] = x->src;
+  ipc_lane_t *l;
+  GIN_CHECK(lane_get(s, 1, &l));
+  /* Out of value slots or signal room: everything must complete first. */
+  if ((dst && x->op == GIN_OP_PUT_VALUE && l->nvalues == IPC_PENDING) ||
+      (sig && l->nsigs == IPC_PENDING))
+    GIN_CHECK(lane_flush(l));
+  if (dst) {
+    uintptr_t d = (uintptr_t)dst;
+    uintptr_t src = x->op == GIN_OP_PUT ? (uintptr_t)x->src : 0;
+    size_t n = (size_t)x->bytes;
+    /* A copy to exactly the bytes a collected one writes replaces it:
+     * that one's data would be overwritten before anyone could rely on it
+     * (its signal, applied after the whole group, shows the newer bytes,
+     * which a direct put racing the reader could show too). No collected
+     * copy reads those bytes (it would have split the group), so only
+     * the new source must not read what the group writes. */
+    size_t i = lane_find(l, d, n);
+    if (i == l->ncopies || (src && lane_writes(l, src, n))) {
+      if (l->ncopies == IPC_BATCH || lane_conflicts(l, d, src, n))
+        GIN_CHECK(lane_submit(l));
+      i = l->ncopies++;
+    }
+    l->dst[i] = dst;
+    l->size[i] = n;
+    if (d < l->dlo) l->dlo = d;
+    if (d + n > l->dhi) l->dhi = d + n;
+    if (src) {
+      l->src[i] = x->src;
+      if (src < l->slo) l->slo = src;
+      if (src + n > l->shi) l->shi = src + n;
     } else {
-      s->value[i] = x->value; /* little endian: the low bytes come first */
-      s->src[i] = &s->value[i];
+      /* Little endian: the low bytes come first. The slot stays untouched
+       * until the flush has waited for the copy. */
+      uint64_t *v = &l->value[l->nvalues++];
+      *v = x->value;
+      l->src[i] = v;
     }
   }
   if (sig) {
-    ipc_sig_t *g = &s->sig[s->nsigs++];
+    ipc_sig_t *g = &l->sig[l->nsigs++];
     g->word = (uint64_t *)(sig + x->sig_off);
     g->mode = x->mode_off ? (uint32_t *)(sig + x->mode_off) : NULL;
     g->mode_bit = x->mode_bit;
@@ -127,12 +279,25 @@ static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
   return GIN_SUCCESS;
 }
 
-/* Nothing to drive: the proxy flushes each batch (under its lock). */
+/* Nothing to drive: each proxy thread flushes its lane after each batch. */
 static gin_result_t ipc_progress(void *state) { return GIN_SUCCESS; }
 
+/* Called once the proxy threads are joined. Their lanes are empty (each
+ * batch ends with a flush, which also clears a lane when it fails), so
+ * this frees them; whatever one still held would be flushed here, on the
+ * calling thread's queue. */
 static void ipc_fini(void *state) {
-  ipc_flush(state);
-  free(state);
+  ipc_state_t *s = (ipc_state_t *)state;
+  while (s->lanes) {
+    ipc_lane_t *l = s->lanes;
+    s->lanes = l->next;
+    l->submitted = 0; /* the owner waited for its queue before exiting */
+    lane_flush(l);
+    gin_arch_staging_free(l->value);
+    free(l);
+  }
+  pthread_mutex_destroy(&s->lock);
+  free(s);
 }
 
 const gin_transport_ops_t gin_transport_ipc = {

@@ -94,6 +94,102 @@ GIN_KERNEL(k_order, args_t) {
   note_errors(&args, errors);
 }
 
+/* Same destination: each round, OW_PUTS puts of random lengths (the first
+ * one whole) overwrite the same bytes of the next rank, each from a source
+ * of its own and with a signal; OW_PUTS put_values of mixed widths
+ * overwrite one slot; a chain of self puts copies a block on, each link
+ * reading what the previous one wrote. All on one context: a transport
+ * that reorders same-destination or dependent operations (copies of one
+ * unordered batch) shows up as a wrong winner. */
+#define OW_PUTS 16
+#define OW_CHUNK (REG / OW_PUTS)
+#define OW_LINK 512
+#define OW_LINKS 8
+#define OW_VALUE (2 * REG + (OW_LINKS + 1) * OW_LINK)
+
+GIN_DEVICE_FN size_t ow_len(int s, int k, int p) {
+  return p == 0 ? (size_t)OW_CHUNK
+                : 1 + (size_t)(test_mix((uint64_t)(s * 7717 + k * 131 + p)) %
+                               OW_CHUNK);
+}
+GIN_DEVICE_FN uint64_t ow_value(int s, int k, int p) {
+  return test_mix(((uint64_t)s << 32) ^ ((uint64_t)k << 8) ^ (uint64_t)p ^
+                  0x5a5a0000ull);
+}
+GIN_DEVICE_FN int ow_width(int p) { return p % 8 + 1; } /* the last: 8 */
+
+GIN_KERNEL(k_overwrite, args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank, n = dc->nranks;
+  int to = (me + 1) % n, from = (me + n - 1) % n;
+  int cr = gin_coop_rank(args.coop), cs = gin_coop_size(args.coop);
+  char *base = my_base(&args);
+  uint64_t errors = 0;
+  for (int k = 0; k < args.rounds; k++) {
+    int ctx = k % dc->nctx;
+    if (k > 0)
+      note_rc(&args, gin_signal_wait(dc, SIG_ACK, (uint64_t)k, args.coop));
+    for (int p = 0; p < OW_PUTS; p++)
+      for (size_t i = (size_t)cr; i < OW_CHUNK; i += (size_t)cs)
+        base[(size_t)p * OW_CHUNK + i] =
+            (char)test_byte(args.tag, me, k * OW_PUTS + p, i);
+    for (size_t i = (size_t)cr; i < OW_LINK; i += (size_t)cs)
+      base[2 * REG + i] = (char)test_byte(args.tag + 1, me, k, i);
+    gin_coop_sync(args.coop);
+    for (int p = 0; p < OW_PUTS; p++)
+      note_rc(&args, gin_put(dc, ctx, world, to, args.win, REG, args.win,
+                             (size_t)p * OW_CHUNK, ow_len(me, k, p),
+                             gin_remote_signal_inc(SIG_DATA), gin_local_none(),
+                             args.coop));
+    for (int p = 0; p < OW_PUTS; p++)
+      note_rc(&args,
+              gin_put_value(dc, ctx, world, to, args.win, OW_VALUE,
+                            ow_value(me, k, p), ow_width(p),
+                            p == OW_PUTS - 1 ? gin_remote_signal_inc(SIG_VAL)
+                                             : gin_remote_none(),
+                            args.coop));
+    for (int j = 0; j < OW_LINKS; j++)
+      note_rc(&args, gin_put(dc, ctx, world, me, args.win,
+                             2 * REG + (size_t)(j + 1) * OW_LINK, args.win,
+                             2 * REG + (size_t)j * OW_LINK, OW_LINK,
+                             j == OW_LINKS - 1 ? gin_remote_signal_inc(SIG_SELF)
+                                               : gin_remote_none(),
+                             gin_local_none(), args.coop));
+    note_rc(&args, gin_signal_wait(dc, SIG_DATA, (uint64_t)(k + 1) * OW_PUTS,
+                                   args.coop));
+    note_rc(&args, gin_signal_wait(dc, SIG_VAL, (uint64_t)k + 1, args.coop));
+    note_rc(&args, gin_signal_wait(dc, SIG_SELF, (uint64_t)k + 1, args.coop));
+    for (size_t i = (size_t)cr; i < OW_CHUNK; i += (size_t)cs) {
+      int p = OW_PUTS - 1;
+      while (ow_len(from, k, p) <= i)
+        p--;
+      if ((unsigned char)base[REG + i] !=
+          test_byte(args.tag, from, k * OW_PUTS + p, i))
+        errors++;
+    }
+    if (cr == 0)
+      for (int b = 0; b < 8; b++) {
+        int p = OW_PUTS - 1;
+        while (ow_width(p) <= b)
+          p--;
+        if ((unsigned char)base[OW_VALUE + b] !=
+            (unsigned char)(ow_value(from, k, p) >> (8 * b)))
+          errors++;
+      }
+    for (size_t i = (size_t)cr; i < OW_LINK; i += (size_t)cs)
+      if ((unsigned char)base[2 * REG + OW_LINKS * OW_LINK + i] !=
+          test_byte(args.tag + 1, me, k, i))
+        errors++;
+    note_rc(&args, gin_flush(dc, ctx, args.coop));
+    note_rc(&args, gin_signal(dc, ctx, world, from,
+                              gin_remote_signal_inc(SIG_ACK), args.coop));
+  }
+  note_rc(&args,
+          gin_signal_wait(dc, SIG_ACK, (uint64_t)args.rounds, args.coop));
+  note_errors(&args, errors);
+}
+
 /* Signal add and inc from every issuing thread of every rank at once. */
 GIN_KERNEL(k_signals, args_t) {
   const gin_devcomm_t *dc = &args.dc;
@@ -412,6 +508,9 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "counters+flush+self/%s", test_coop_name(co));
     RUN(&t, name, k_counters, 1, test_block_threads(co),
         make_args(&t, co, 8, 0, 20 + c));
+    snprintf(name, sizeof name, "overwrite same dst/%s", test_coop_name(co));
+    RUN(&t, name, k_overwrite, 1, test_block_threads(co),
+        make_args(&t, co, 4, 0, 50 + 2 * c));
     snprintf(name, sizeof name, "alltoall/%s", test_coop_name(co));
     for (int k = 0; k < 3; k++)
       RUN(&t, name, k_alltoall, t.nranks, test_block_threads(co),

@@ -41,12 +41,16 @@ GIN_KERNEL(k_bw, bw_args_t) {
       gin_signal(dc, ctx, world, peer, gin_remote_signal_inc(SIG_DATA),
                  GIN_COOP_BLOCK);
     } else {
-      size_t off = PERF_DATA + (size_t)b * args.bytes;
-      for (int i = 0; i < args.iters; i++)
+      /* Every put has its own destination (and source): nothing a
+       * transport could merge. */
+      for (int i = 0; i < args.iters; i++) {
+        size_t off = PERF_DATA +
+                     ((size_t)b * (size_t)args.iters + (size_t)i) * args.bytes;
         gin_put(dc, ctx, world, peer, args.win, off, args.win, off, args.bytes,
                 i == args.iters - 1 ? gin_remote_signal_inc(SIG_DATA)
                                     : gin_remote_none(),
                 gin_local_none(), GIN_COOP_BLOCK);
+      }
     }
   }
   if (b != 0) return;
@@ -80,13 +84,18 @@ static uint64_t bw_once(perf_env_t *env, bw_args_t *a, int blocks,
 
 void perf_bw(perf_env_t *env, int bidir) {
   const perf_opts_t *o = &env->o;
-  int iters = o->iters < 100 ? o->iters : 100;
+  int most = o->iters < 100 ? o->iters : 100;
   const char *test = bidir ? "bibw" : "bw";
-  perf_note(env, "%s: %d blocks x %d puts each, %d contexts, median of %d",
-            test, o->blocks, iters, env->dc.nctx, o->reps);
+  perf_note(env,
+            "%s: %d blocks, each up to %d puts to distinct destinations "
+            "(as many as the window holds), %d contexts, median of %d",
+            test, o->blocks, most, env->dc.nctx, o->reps);
+  size_t data = env->win_bytes - PERF_DATA;
   for (size_t bytes = o->b; bytes <= o->e;
        bytes = perf_next_size(bytes, o->f)) {
-    if (bytes * (size_t)o->blocks > env->win_bytes - PERF_DATA) break;
+    size_t fit = data / (bytes * (size_t)o->blocks);
+    if (fit < 1) break;
+    int iters = fit < (size_t)most ? (int)fit : most;
     bw_args_t a;
     memset(&a, 0, sizeof a);
     a.dc = env->dc;
@@ -133,7 +142,7 @@ void perf_rate(perf_env_t *env) {
   a.dc = env->dc;
   a.win = env->win;
   a.bytes = 8;
-  a.iters = o->iters;
+  a.iters = o->iters < 100 ? o->iters : 100;
   a.rate = 1;
   a.samples = env->samples;
   double t[64];
@@ -143,11 +152,11 @@ void perf_rate(perf_env_t *env) {
   if (env->rank != 0) return;
   double med, max;
   perf_stats_d(t, reps, &med, &max);
-  double ops = (double)o->blocks * threads * o->iters;
+  double ops = (double)o->blocks * threads * a.iters;
   perf_note(env,
             "rate: %d blocks x %d threads x %d puts of 8 bytes, %d "
             "contexts, median of %d",
-            o->blocks, threads, o->iters, env->dc.nctx, reps);
+            o->blocks, threads, a.iters, env->dc.nctx, reps);
   perf_row_t r = perf_row("rate", "thread", 8);
   r.median_us = med / 1000.0;
   r.p99_us = max / 1000.0;

@@ -34,12 +34,26 @@
 #define SPIN_BEFORE_YIELD 4096       /* polls before the poller yields */
 #define SHM_LINE 64                  /* flags live on separate lines */
 
+/* 1: receivers busy-poll the socket (the floor of a polling proxy);
+ * 0: they block in recv (what an interrupt-driven receiver gets). */
+#ifndef FLOOR_TCP_POLL
+#define FLOOR_TCP_POLL 1
+#endif
+
 /* ------------------------------------------------------------- helpers */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield" ::: "memory");
+#endif
 }
 
 static void floor_err(const char *what, int err) {
@@ -130,10 +144,38 @@ static int send_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
+/* Receives what the socket has, at least 1 byte: busy-polls (like gin's
+ * proxy) with FLOOR_TCP_POLL, else blocks; at most FLOOR_TIMEOUT_MS.
+ * Returns the count, 0 at end of stream, or -1 with errno. */
+static ssize_t recv_some(int fd, char *p, size_t n) {
+#if FLOOR_TCP_POLL
+  uint64_t t0 = 0;
+  for (uint32_t k = 0;; k++) {
+    ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+    if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      return r;
+    cpu_pause();
+    if (k < SPIN_BEFORE_YIELD) continue;
+    sched_yield();
+    if ((k & 255) != 0) continue;
+    if (t0 == 0) {
+      t0 = now_ns();
+    } else if (now_ns() - t0 > (uint64_t)FLOOR_TIMEOUT_MS * 1000000u) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+  }
+#else
+  for (;;) {
+    ssize_t r = recv(fd, p, n, 0);
+    if (r >= 0 || errno != EINTR) return r;
+  }
+#endif
+}
+
 static int recv_all(int fd, char *p, size_t n) {
   while (n > 0) {
-    ssize_t r = recv(fd, p, n, 0);
-    if (r < 0 && errno == EINTR) continue;
+    ssize_t r = recv_some(fd, p, n);
     if (r == 0) errno = 0;
     if (r <= 0) return -1;
     p += r;
@@ -328,8 +370,7 @@ int floor_tcp_stream(size_t bytes, size_t total, double *gbps) {
     uint64_t t0 = now_ns();
     if (send_all(fd, &c, 1) < 0) goto err_io;
     for (size_t left = total; left > 0;) {
-      ssize_t n = recv(fd, job.buf, left < rx ? left : rx, 0);
-      if (n < 0 && errno == EINTR) continue;
+      ssize_t n = recv_some(fd, job.buf, left < rx ? left : rx);
       if (n <= 0) {
         if (n == 0) errno = ECONNRESET;
         goto err_io;
@@ -355,14 +396,6 @@ out_free:
 }
 
 /* ------------------------------------------------------------------ shm */
-
-static inline void cpu_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-  __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
 
 /* Polls *p until it reaches want or *abort_flag is set, at most
  * FLOOR_TIMEOUT_MS. Returns 0 once reached, -1 otherwise. */

@@ -29,8 +29,11 @@ extern "C" {
 /*
  * Raw TCP ping-pong over 127.0.0.1 with a forked child: this process sends
  * `bytes` bytes, the child receives them all and sends `bytes` bytes back.
- * TCP_NODELAY on both ends, blocking sockets with 10 s send/receive
- * timeouts. `warmup` untimed round trips, then `iters` timed ones.
+ * TCP_NODELAY on both ends; receivers busy-poll the socket (non-blocking
+ * recv, a pause, a yield after a while) as gin's proxy does, since a
+ * receiver that sleeps in recv pays a wake-up per message; sends block
+ * with a 10 s timeout. `warmup` untimed round trips, then `iters` timed
+ * ones.
  *
  * bytes >= 1, iters >= 1, warmup >= 0. On success writes the median and the
  * 99th percentile round trip in microseconds to *median_us and *p99_us and
@@ -43,7 +46,9 @@ int floor_tcp_pingpong(size_t bytes, int iters, int warmup, double *median_us,
  * Raw TCP one-way stream over 127.0.0.1: after a 1-byte go from this
  * process, a forked child writes `total` bytes in writes of `bytes` (the
  * last may be shorter); this process reads them all and answers a 1-byte
- * ack. The time runs from the go to the last byte read.
+ * ack. The time runs from the go to the last byte read; the reader
+ * busy-polls with a buffer of at least 256 KiB. One untimed round of the
+ * same size runs first.
  *
  * bytes >= 1, total >= 1. On success writes total / elapsed in GB/s (1e9
  * bytes per second) to *gbps and returns 0; on failure returns -1.

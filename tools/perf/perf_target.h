@@ -176,6 +176,8 @@ static inline int perf_copy_async(void *dst, const void *src, size_t n,
              ? 0
              : -1;
 }
+/* Bytes of window the bandwidth test may spread its puts over. */
+static inline size_t perf_bw_budget(void) { return (size_t)1 << 30; }
 static inline const char *perf_target_name(void) { return "cuda"; }
 /* Bandwidth runs one block per SM by default. */
 static inline int perf_default_blocks(void) {
@@ -236,6 +238,7 @@ static inline int perf_copy_async(void *dst, const void *src, size_t n,
   memcpy(dst, src, n);
   return 0;
 }
+static inline size_t perf_bw_budget(void) { return (size_t)64 << 20; }
 static inline const char *perf_target_name(void) { return "host"; }
 static inline int perf_default_blocks(void) { return 1; }
 #endif

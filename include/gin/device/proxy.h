@@ -38,11 +38,11 @@ enum {
 typedef struct gin_desc {
   /* 16-byte aligned: producers write it in 16-byte stores. */
   GIN_ALIGNAS(16) uint32_t flag; /* lap + 1 once the body is written */
-  uint8_t op;      /* GIN_OP_* */
-  uint8_t remote;  /* GIN_REMOTE_* */
-  uint8_t local;   /* GIN_LOCAL_* */
-  uint8_t version; /* GIN_DESC_VERSION */
-  int32_t peer;    /* world rank */
+  uint8_t op;                    /* GIN_OP_* */
+  uint8_t remote;                /* GIN_REMOTE_* */
+  uint8_t local;                 /* GIN_LOCAL_* */
+  uint8_t version;               /* GIN_DESC_VERSION */
+  int32_t peer;                  /* world rank */
   int32_t signal;
   int32_t counter;
   uint32_t dst_win; /* GIN_DESC_WIN */

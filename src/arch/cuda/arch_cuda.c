@@ -246,8 +246,8 @@ gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
   return GIN_SUCCESS;
 }
 
-gin_result_t gin_arch_copy_batch(void *const *dsts, const void *const *srcs,
-                                 const size_t *sizes, size_t n) {
+gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
+                                  const size_t *sizes, size_t n) {
   if (n == 0) return GIN_SUCCESS;
   cudaStream_t s;
   GIN_CHECK(thread_stream(&s));
@@ -257,7 +257,8 @@ gin_result_t gin_arch_copy_batch(void *const *dsts, const void *const *srcs,
         "cudaMemcpyAsync");
   } else {
     /* One submission for the whole batch: the proxy pays a few CUDA calls
-     * per batch of puts, not per put. */
+     * per batch of puts, not per put. The batch is one operation of the
+     * stream: it starts after what was submitted before completed. */
     struct cudaMemcpyAttributes attr;
     memset(&attr, 0, sizeof attr);
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
@@ -265,6 +266,12 @@ gin_result_t gin_arch_copy_batch(void *const *dsts, const void *const *srcs,
     GIN_CUDA_CALL(cudaMemcpyBatchAsync(dsts, srcs, sizes, n, &attr, &idx, 1, s),
                   "cudaMemcpyBatchAsync");
   }
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_arch_copy_wait(void) {
+  cudaStream_t s;
+  GIN_CHECK(thread_stream(&s));
   GIN_CUDA_CALL(cudaStreamSynchronize(s), "cudaStreamSynchronize after copies");
   return GIN_SUCCESS;
 }

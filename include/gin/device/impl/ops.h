@@ -280,7 +280,8 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                          gin_local_none(), coop);
   }
   gin_coop_sync(coop);
-  if (gin_coop_rank(coop) == 0) rc = gin_dev_remote_(dc, w, remote, 2);
+  if (gin_coop_rank(coop) == 0)
+    rc = gin_dev_remote_(dc, w, remote, gin_coop_size(coop));
   return gin_coop_rc(coop, rc);
 }
 
