@@ -144,6 +144,7 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   dc.path = comm->path_dev;
   dc.lsa_ranks = comm->lsa_ranks_dev;
   dc.windows = comm->wins_dev;
+  dc.win_bases = comm->bases_dev;
   dc.max_windows = comm->max_windows;
   dc.ctrl = comm->ctrl_dev;
   dc.peer_ctrl = comm->peer_ctrl_devtab;

@@ -140,6 +140,8 @@ typedef struct gin_devcomm {
   const uint8_t *path;       /* [nranks] GIN_PATH_* */
   const int *lsa_ranks;      /* [lsa_size] world rank of each lsa member */
   gin_dev_window_t *windows; /* [max_windows] */
+  char *const *win_bases;    /* [max_windows * nranks]: windows[i].base is
+                                win_bases + i * nranks */
   uint32_t max_windows;
   gin_ctrl_t *ctrl;       /* this rank's control page (device view) */
   gin_ctrl_t **peer_ctrl; /* [nranks] peers' control pages, NULL if none */

@@ -246,27 +246,62 @@ gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
   return GIN_SUCCESS;
 }
 
+/* Copies at least this large go one by one through cudaMemcpyAsync,
+ * which the driver runs at device-copy speed; a batch runs on a copy
+ * engine (measured on an H200: about 300 GB/s for 16 MiB copies). */
+#define COPY_ALONE_BYTES (256u << 10)
+#define COPY_BATCH_MAX 64
+
+GIN_PARAM_INT(param_copy_batch, "COPY_BATCH", 1,
+              "1: the proxy submits small copies as one cudaMemcpyBatchAsync; "
+              "0: one cudaMemcpyAsync each")
+
+static gin_result_t copy_batch(void **d, const void **r, size_t *z, size_t n,
+                               cudaStream_t s) {
+  if (n == 0) return GIN_SUCCESS;
+  if (n == 1 || !param_copy_batch()) {
+    for (size_t i = 0; i < n; i++)
+      GIN_CUDA_CALL(cudaMemcpyAsync(d[i], r[i], z[i], cudaMemcpyDefault, s),
+                    "cudaMemcpyAsync");
+    return GIN_SUCCESS;
+  }
+  /* One submission for the small copies: the proxy pays a few CUDA calls
+   * per batch of puts, not per put. */
+  struct cudaMemcpyAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t idx = 0;
+  GIN_CUDA_CALL(cudaMemcpyBatchAsync(d, r, z, n, &attr, &idx, 1, s),
+                "cudaMemcpyBatchAsync");
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
                                   const size_t *sizes, size_t n) {
   if (n == 0) return GIN_SUCCESS;
   cudaStream_t s;
   GIN_CHECK(thread_stream(&s));
-  if (n == 1) {
-    GIN_CUDA_CALL(
-        cudaMemcpyAsync(dsts[0], srcs[0], sizes[0], cudaMemcpyDefault, s),
-        "cudaMemcpyAsync");
-  } else {
-    /* One submission for the whole batch: the proxy pays a few CUDA calls
-     * per batch of puts, not per put. The batch is one operation of the
-     * stream: it starts after what was submitted before completed. */
-    struct cudaMemcpyAttributes attr;
-    memset(&attr, 0, sizeof attr);
-    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-    size_t idx = 0;
-    GIN_CUDA_CALL(cudaMemcpyBatchAsync(dsts, srcs, sizes, n, &attr, &idx, 1, s),
-                  "cudaMemcpyBatchAsync");
+  /* The copies of one submission do not overlap, so their order is free;
+   * all of them start after what the stream held before. */
+  void *d[COPY_BATCH_MAX];
+  const void *r[COPY_BATCH_MAX];
+  size_t z[COPY_BATCH_MAX], k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (sizes[i] >= COPY_ALONE_BYTES) {
+      GIN_CUDA_CALL(
+          cudaMemcpyAsync(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, s),
+          "cudaMemcpyAsync");
+      continue;
+    }
+    d[k] = dsts[i];
+    r[k] = srcs[i];
+    z[k++] = sizes[i];
+    if (k == COPY_BATCH_MAX) {
+      GIN_CHECK(copy_batch(d, r, z, k, s));
+      k = 0;
+    }
   }
-  return GIN_SUCCESS;
+  return copy_batch(d, r, z, k, s);
 }
 
 gin_result_t gin_arch_copy_wait(void) {

@@ -215,8 +215,8 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * of them have written their part of the source (as on the proxy path). */
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   gin_coop_sync(coop);
-  gin_copy_coop(gin_dev_base_(dw, w) + dst_off,
-                gin_dev_base_(sw, dc->rank) + src_off, bytes, cr, cs);
+  gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off,
+                gin_dev_base_(dc, src, dc->rank) + src_off, bytes, cr, cs);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
     return GIN_SUCCESS;
   gin_coop_sync(coop);
@@ -250,7 +250,7 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
                          (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
   if (cr == 0) {
-    char *d = gin_dev_base_(dw, w) + dst_off;
+    char *d = gin_dev_base_(dc, dst, w) + dst_off;
     if (bytes == 8 && ((uintptr_t)d & 7) == 0) {
       *(uint64_t *)d = value;
     } else {
