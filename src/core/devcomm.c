@@ -137,6 +137,10 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   dc.peer_signals = (uint64_t **)pt;
   dc.peer_bar = (uint64_t **)(pt + n);
   dc.peer_sigmode = (uint32_t **)(pt + 2 * n);
+  for (size_t i = 0; i < n && i < GIN_INLINE_PEERS; i++) {
+    dc.peer_sig_inline[i] = bases[i] ? (uint64_t *)bases[i] : NULL;
+    dc.path_inline |= (uint64_t)comm->path[i] << (8 * i);
+  }
   uint64_t *loc = (uint64_t *)d->local;
   dc.shadows = loc;
   dc.counters = loc + r.signals;

@@ -214,6 +214,7 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
            w->gen, size, ptr);
   win_out->idx = slot;
   win_out->gen = w->gen;
+  win_out->local = w->bases[c->rank];
   return GIN_SUCCESS;
 }
 

@@ -24,11 +24,19 @@
 
 /* A registered window: an index into the communicator's window table and a
  * generation that changes when the slot is reused, so a stale handle is
- * caught. The same value is valid on every rank. */
+ * caught; and this rank's own base, so a put reads its source without a
+ * table load. idx and gen are the same on every rank; use a handle on the
+ * rank that registered it, and only handles gin_window_register wrote. */
 typedef struct gin_window {
   uint32_t idx;
   uint32_t gen;
+  char *local; /* this rank's base (device view), as the table holds it */
 } gin_window_t;
+
+/* Peers whose signal pointers and paths a devcomm carries by value: a put
+ * to one of them reads them from the kernel's parameters (constant cache,
+ * which acquires do not invalidate) instead of device tables. */
+#define GIN_INLINE_PEERS 8
 
 /* Paths a peer can be reached by (device code switches on this). */
 enum {
@@ -128,8 +136,10 @@ typedef struct gin_devcomm {
   int nctx, nsignals, ncounters, nbarriers;
   int lsa_size, lsa_rank;
   uint64_t timeout_ns;
-  uint64_t *signals;         /* this rank's signals [nsignals] */
-  uint64_t **peer_signals;   /* [nranks] each rank's signal array, mapped */
+  uint64_t *signals;       /* this rank's signals [nsignals] */
+  uint64_t **peer_signals; /* [nranks] each rank's signal array, mapped */
+  uint64_t *peer_sig_inline[GIN_INLINE_PEERS]; /* peer_signals[w], w < 8 */
+  uint64_t path_inline;      /* path[w] of w < 8, a byte each (w in bits 8w) */
   uint32_t *sigmode;         /* this rank's signal mode bytes [nsignals] */
   uint32_t **peer_sigmode;   /* [nranks] */
   uint64_t *shadows;         /* [nsignals] */

@@ -74,19 +74,33 @@ GIN_DEVICE_FN int gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w,
   return GIN_SUCCESS;
 }
 
-/* Rank w's base of window `win` (checked by gin_dev_window_): one load
- * from the flat table, not through the window entry (a dependent load
- * less on every put). */
+/* Rank w's base of window `win` (checked by gin_dev_window_): this
+ * rank's from the handle when checks are off (no load at all), others
+ * with one load from the flat table, not through the window entry. */
 GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
                                   int w) {
+  if (!GIN_DEV_CHECKS_ON && w == dc->rank && win.local) return win.local;
   return (char *)gin_ro_ptr(
-      (void *const *)&dc->win_bases[(size_t)win.idx * (size_t)dc->nranks +
-                                    (size_t)w]);
+      (void *const *)&dc
+          ->win_bases[(size_t)win.idx * (size_t)dc->nranks + (size_t)w]);
 }
 
-/* The path to world rank w. */
+/* The path to world rank w (by value for the first GIN_INLINE_PEERS). */
 GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
+  if (w < GIN_INLINE_PEERS) return (int)((dc->path_inline >> (8 * w)) & 0xff);
   return gin_ro_u8(&dc->path[w]);
+}
+
+/* Rank w's signal array (by value for the first GIN_INLINE_PEERS; the
+ * unrolled select keeps every parameter offset constant). */
+GIN_DEVICE_FN uint64_t *gin_dev_peer_sig_(const gin_devcomm_t *dc, int w) {
+  if (w < GIN_INLINE_PEERS) {
+    uint64_t *p = NULL;
+    for (int i = 0; i < GIN_INLINE_PEERS; i++)
+      if (i == w) p = dc->peer_sig_inline[i];
+    return p;
+  }
+  return (uint64_t *)gin_ro_ptr((void *const *)&dc->peer_signals[w]);
 }
 
 /* [off, off+bytes) must lie inside the window (overflow-safe). */

@@ -81,13 +81,16 @@ GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
   /* Mark the kind of update in the target's mode word (no round trip);
    * the waiter reports a signal that saw both kinds. The release below
    * orders this mark before the signal update. */
+  uint64_t *sig = gin_dev_peer_sig_(dc, w);
+  /* The mode words sit at the same distance from the signals on every
+   * rank (one shared allocation each). */
   if (GIN_DEV_CHECKS_ON)
-    gin_or_relaxed_u32(&((uint32_t *)gin_ro_ptr(
-                           (void *const *)&dc->peer_sigmode[w]))[remote.signal],
+    gin_or_relaxed_u32((uint32_t *)((char *)sig + ((const char *)dc->sigmode -
+                                                   (const char *)dc->signals)) +
+                           remote.signal,
                        remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
                                                             : GIN_SIGMODE_ADD);
   if (coop_size > 1) gin_fence_system();
-  uint64_t *sig = (uint64_t *)gin_ro_ptr((void *const *)&dc->peer_signals[w]);
   gin_add_release_u64(&sig[remote.signal], remote.value);
   return GIN_SUCCESS;
 }
@@ -276,6 +279,7 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     gin_window_t none;
     none.idx = 0;
     none.gen = 0;
+    none.local = NULL;
     return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0, remote,
                          gin_local_none(), coop);
   }
@@ -467,6 +471,7 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
       gin_window_t none;
       none.idx = 0;
       none.gen = 0;
+      none.local = NULL;
       /* gin_dev_post_ returns the same result to the whole coop. */
       rc = gin_dev_post_(dc, 0, GIN_OP_BARRIER, w, none, 0, none, 0, 0,
                          gin_remote_signal_add(dc->nsignals + idx, 1),
