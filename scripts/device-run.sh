@@ -80,6 +80,7 @@ pf ring_null_nochecks GIN_BACKEND=proxy GIN_TRANSPORT=null $R -n 2 --timeout 200
 # Small puts through the proxy cost a copy-engine copy each: 8 blocks.
 pf proxy_ipc GIN_BACKEND=proxy $R -n 2 --timeout 280 $P all -b 8 -e 65536 -f 8 -n 1000 -w 100 --blocks 8 --reps 3
 pf proxy_ipc_bw GIN_BACKEND=proxy $R -n 2 --timeout 200 $P bw -b 65536 -e 16777216 -f 4
+pf proxy_ipc_bw_1stream GIN_BACKEND=proxy GIN_COPY_STREAMS=1 $R -n 2 --timeout 200 $P bw -b 1048576 -e 16777216 -f 4
 pf proxy_ipc_bw_nobatch GIN_BACKEND=proxy GIN_COPY_BATCH=0 $R -n 2 --timeout 200 $P bw -b 4096 -e 262144 -f 8 --blocks 8 --reps 3
 pf proxy_tcp GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P pingpong -b 8 -e 65536 -f 8 -n 300 -w 30
 pf proxy_tcp_bw GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 200 $P bw -b 65536 -e 4194304 -f 4 --blocks 8 --reps 3

@@ -276,23 +276,116 @@ static gin_result_t copy_batch(void **d, const void **r, size_t *z, size_t n,
   return GIN_SUCCESS;
 }
 
+GIN_PARAM_INT(param_copy_streams, "COPY_STREAMS", 4,
+              "streams (1-8) the proxy spreads the large copies of one "
+              "submission over, so several copy engines work at once")
+
+#define COPY_SIDE_MAX 8
+
+/* A thread's side streams for large copies, joined back into its main
+ * stream after each submission (so stream order still separates
+ * submissions). */
+typedef struct copy_side {
+  int n;
+  cudaStream_t s[COPY_SIDE_MAX];
+  cudaEvent_t done[COPY_SIDE_MAX];
+  cudaEvent_t start;
+} copy_side_t;
+
+static pthread_key_t side_key;
+static pthread_once_t side_once = PTHREAD_ONCE_INIT;
+static void side_destroy(void *p) {
+  copy_side_t *c = (copy_side_t *)p;
+  for (int i = 0; i < c->n; i++) {
+    cudaStreamDestroy(c->s[i]);
+    cudaEventDestroy(c->done[i]);
+  }
+  if (c->n) cudaEventDestroy(c->start);
+  free(c);
+}
+static void side_key_make(void) { pthread_key_create(&side_key, side_destroy); }
+
+/* The calling thread's side streams (at least `want`, when they can be
+ * made), or NULL. */
+static copy_side_t *thread_side(int want) {
+  pthread_once(&side_once, side_key_make);
+  copy_side_t *c = (copy_side_t *)pthread_getspecific(side_key);
+  if (!c) {
+    c = (copy_side_t *)calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (cudaEventCreateWithFlags(&c->start, cudaEventDisableTiming) !=
+        cudaSuccess) {
+      free(c);
+      return NULL;
+    }
+    pthread_setspecific(side_key, c);
+  }
+  while (c->n < want) {
+    if (cudaStreamCreateWithFlags(&c->s[c->n], cudaStreamNonBlocking) !=
+        cudaSuccess)
+      break;
+    if (cudaEventCreateWithFlags(&c->done[c->n], cudaEventDisableTiming) !=
+        cudaSuccess) {
+      cudaStreamDestroy(c->s[c->n]);
+      break;
+    }
+    c->n++;
+  }
+  return c->n >= want ? c : NULL;
+}
+
+/* Spreads the large copies over side streams that start after the main
+ * stream's earlier work and that the main stream then waits for. */
+static gin_result_t copy_large_spread(void *const *dsts,
+                                      const void *const *srcs,
+                                      const size_t *sizes, size_t n,
+                                      size_t nlarge, cudaStream_t s) {
+  int64_t k = param_copy_streams();
+  int want = (int)(k < 1 ? 1 : k > COPY_SIDE_MAX ? COPY_SIDE_MAX : k);
+  if ((size_t)want > nlarge) want = (int)nlarge;
+  copy_side_t *c = want > 1 ? thread_side(want) : NULL;
+  for (size_t i = 0, j = 0; i < n; i++) {
+    if (sizes[i] < COPY_ALONE_BYTES) continue;
+    cudaStream_t t = s;
+    if (c) {
+      t = c->s[j % (size_t)want];
+      if (j < (size_t)want) { /* first use in this submission */
+        if (j == 0)
+          GIN_CUDA_CALL(cudaEventRecord(c->start, s), "cudaEventRecord");
+        GIN_CUDA_CALL(cudaStreamWaitEvent(t, c->start, 0),
+                      "cudaStreamWaitEvent");
+      }
+      j++;
+    }
+    GIN_CUDA_CALL(
+        cudaMemcpyAsync(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, t),
+        "cudaMemcpyAsync");
+  }
+  if (c)
+    for (int j = 0; j < want; j++) {
+      GIN_CUDA_CALL(cudaEventRecord(c->done[j], c->s[j]), "cudaEventRecord");
+      GIN_CUDA_CALL(cudaStreamWaitEvent(s, c->done[j], 0),
+                    "cudaStreamWaitEvent");
+    }
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
                                   const size_t *sizes, size_t n) {
   if (n == 0) return GIN_SUCCESS;
   cudaStream_t s;
   GIN_CHECK(thread_stream(&s));
+  size_t nlarge = 0;
+  for (size_t i = 0; i < n; i++)
+    nlarge += sizes[i] >= COPY_ALONE_BYTES;
+  if (nlarge) GIN_CHECK(copy_large_spread(dsts, srcs, sizes, n, nlarge, s));
   /* The copies of one submission do not overlap, so their order is free;
    * all of them start after what the stream held before. */
   void *d[COPY_BATCH_MAX];
   const void *r[COPY_BATCH_MAX];
   size_t z[COPY_BATCH_MAX], k = 0;
   for (size_t i = 0; i < n; i++) {
-    if (sizes[i] >= COPY_ALONE_BYTES) {
-      GIN_CUDA_CALL(
-          cudaMemcpyAsync(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, s),
-          "cudaMemcpyAsync");
-      continue;
-    }
+    if (sizes[i] >= COPY_ALONE_BYTES) continue; /* spread above */
     d[k] = dsts[i];
     r[k] = srcs[i];
     z[k++] = sizes[i];
