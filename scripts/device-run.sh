@@ -39,6 +39,18 @@ run() { # name, command...
   tail -4 "$OUT/$name.log" | sed 's/^/    /' | tee -a "$OUT/summary.txt"
 }
 
+if [ "${MODE:-all}" = ladder ]; then
+# Diagnosis only: the latency ladder with and without checks, the proxy's
+# large copies over 8 streams, and the SASS of the ladder's kernel.
+P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
+for b in P PN; do run ladder_$b $R -n 2 --timeout 100 ${!b} ladder -n 5000 -w 500; done
+run ipc_bw_8streams env GIN_BACKEND=proxy GIN_COPY_STREAMS=8 $R -n 2 --timeout 200 $P bw -b 1048576 -e 16777216 -f 4
+cuobjdump -sass -fun _Z5k_lat8lat_args $PN >"$OUT/k_lat_nochecks.sass" 2>&1 || true
+echo quit | nvidia-cuda-mps-control
+cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+exit 0
+fi
+
 if [ "${MODE:-all}" != perf ]; then
 for n in 2 4 8; do run conformance_cuda_$n $R -n $n --timeout 280 $T/conformance_cuda; done
 # The proxy path on the GPU: ring in mapped host memory, CPU proxy, ipc

@@ -17,6 +17,9 @@ enum {
   V_RAW_RED,       /* flag bumped with red.release.add instead */
   V_RAW_DATA,      /* 8-byte payload store, then st.release flag */
   V_RAW_DATA_RED,  /* 8-byte payload, then red.release.add flag */
+  V_RAW_COPY,      /* payload loaded from this rank's window (the bytes the
+                      peer just wrote there), stored, red.release.add flag */
+  V_RAW_COPY_COLD, /* the same from a line the peer does not write */
   V_LIB_WAIT,      /* raw payload + red.add on the signal, gin_signal_wait */
   V_LIB_PUT,       /* gin_put + signal, the waiter spins on the word */
   V_PUT,           /* gin_put + gin_signal_wait: the API (any coop) */
@@ -25,8 +28,8 @@ enum {
 };
 
 static const char *const ladder_names[V_COUNT] = {
-    "raw_store", "raw_red", "raw_data", "raw_data_red",
-    "lib_wait",  "lib_put", "put",      "signal"};
+    "raw_store",     "raw_red",  "raw_data", "raw_data_red", "raw_copy",
+    "raw_copy_cold", "lib_wait", "lib_put",  "put",          "signal"};
 
 #define FLAG_SLOT 7 /* env->sig_base index of the raw flag */
 
@@ -36,8 +39,9 @@ typedef struct lat_args {
   size_t bytes;
   int iters, warmup, variant;
   gin_coop_t coop;
-  uint64_t base;     /* flag or signal 0 value before this run */
-  uint64_t *samples; /* [iters] cycles, then total ns, total cycles */
+  uint64_t base;       /* flag or signal 0 value before this run */
+  uint64_t *samples;   /* [iters] cycles, then total ns, total cycles */
+  const uint64_t *src; /* this rank's window + PERF_DATA (raw copies) */
 } lat_args_t;
 
 /* Bounded spin on a word (the raw variants do not use the library). */
@@ -73,6 +77,15 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
       gin_add_release_u64(theirs, 1);
     }
     break;
+  case V_RAW_COPY:
+  case V_RAW_COPY_COLD:
+    if (lead) {
+      const volatile uint64_t *src = (const volatile uint64_t *)a->src +
+                                     (a->variant == V_RAW_COPY_COLD ? 512 : 0);
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = *src;
+      gin_add_release_u64(theirs, 1);
+    }
+    break;
   case V_LIB_WAIT:
     if (lead) {
       *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
@@ -93,7 +106,7 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
 GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
                             const uint64_t *mine) {
   const gin_devcomm_t *dc = &a->dc;
-  if (a->variant <= V_RAW_DATA_RED) {
+  if (a->variant <= V_RAW_COPY_COLD) {
     spin_until(mine, want);
     gin_coop_sync(a->coop);
   } else if (a->variant == V_LIB_PUT) {
@@ -145,7 +158,8 @@ static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
   a.variant = v;
   a.coop = c;
   a.samples = env->samples;
-  int slot = v <= V_RAW_DATA_RED ? FLAG_SLOT : 0;
+  a.src = (const uint64_t *)((const char *)env->win.local + PERF_DATA);
+  int slot = v <= V_RAW_COPY_COLD ? FLAG_SLOT : 0;
   a.base = env->sig_base[slot];
   PERF_CHECK(gin_comm_barrier(env->comm));
   PERF_CHECK(gin_launch(k_lat, 1, perf_coop_threads(c), 0, &a));
