@@ -91,6 +91,35 @@ gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value);
  * run on the same cores. */
 int gin_arch_proxy_busy_poll_default(void);
 
+/* Target defaults that are constants, decided at compile time (gin_host
+ * builds with GIN_TARGET_HOST, gin_cuda with GIN_TARGET_CUDA); inline so
+ * that both targets have them without a definition per arch_*.c. */
+
+/* How many passes with nothing to do an idle proxy thread that does not
+ * busy-poll makes before it starts to yield: few on the host target (a
+ * spinning proxy delays its own rank's kernel threads on shared cores),
+ * more on a GPU (kernels run elsewhere; polling a while saves a wake-up). */
+static inline uint32_t gin_arch_proxy_idle_spins(void) {
+#ifdef GIN_TARGET_HOST
+  return 4;
+#else
+  return 256;
+#endif
+}
+
+/* Whether device memory (what gin_arch_shm_alloc returns, and windows
+ * not of the host kind) is ordinary host memory that the CPU reads and
+ * writes, so that a transport may hand it to system calls directly: yes
+ * on the host target; no on cuda (copy through staging with
+ * gin_arch_copy). */
+static inline int gin_arch_device_mem_is_host(void) {
+#ifdef GIN_TARGET_HOST
+  return 1;
+#else
+  return 0;
+#endif
+}
+
 /* The CPUs near this process's device, as a Linux cpulist ("0-15,32-47")
  * written into buf; GIN_ERR_UNSUPPORTED where the target has no device or
  * the machine does not say. */

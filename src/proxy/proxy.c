@@ -355,6 +355,8 @@ static void *proxy_main(void *p) {
   proxy_thread_t *th = (proxy_thread_t *)p;
   struct gin_proxy *px = th->px;
   uint32_t idle = 0;
+  uint64_t traffic = 0; /* the transports' traffic counts, summed */
+  const uint32_t spins = gin_arch_proxy_idle_spins();
   proxy_pin(px, th->idx);
   while (!__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE)) {
     int did = 0;
@@ -377,9 +379,18 @@ static void *proxy_main(void *p) {
         proxy_fail(px->comm, GIN_DEVERR_TRANSPORT, -1, -1, 0, 0, full);
         break;
       }
-    if (did) {
+    /* Idle (no descriptors, no transport traffic) and not busy-polling:
+     * a few more passes (the target's count), then yield the core, and
+     * after a long quiet nap 50 us at a time. */
+    uint64_t seen = 0;
+    if (th->idx == 0)
+      for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
+        if (px->ops[t] && px->ops[t]->traffic)
+          seen += px->ops[t]->traffic(px->state[t]);
+    if (did || seen != traffic) {
       idle = 0;
-    } else if (!px->busy && ++idle > 256) {
+      traffic = seen;
+    } else if (!px->busy && ++idle > spins) {
       if (idle < 16384) {
         sched_yield();
       } else {

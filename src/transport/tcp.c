@@ -9,17 +9,25 @@
  *
  * Sending (put): the operation is encoded as headers (one per chunk of at
  * most TCP_CHUNK bytes, the signal on the last) followed by the payload,
- * copied into the peer's send ring, so the source is reusable at return;
- * GIN_ERR_AGAIN while the ring is full. progress writes the ring as fast
- * as the socket takes it (epoll tells when a full socket drains).
+ * queued in the peer's send ring in stream order; GIN_ERR_AGAIN while the
+ * ring is full. Headers and small or device payloads are copied in. A
+ * payload of TCP_REF_MIN bytes or more in host memory only reserves its
+ * place and is written to the socket straight from its source (one
+ * sendmsg with the headers around it); flush copies into the reserved
+ * place what the socket has not taken yet, so sources are free once it
+ * returns and most bytes are never copied. progress writes the ring as
+ * fast as the socket takes it (epoll tells when a full socket drains).
  *
  * Receiving (progress): bytes are staged per connection; each header is
  * checked against this rank's window table before anything is written,
  * then the payload is copied into the window (gin_arch_copy: the window
  * may be device memory), then the mode word is or-ed and the signal added,
- * in connection order. A header naming a window this rank has not
- * registered yet waits (the sender registered first), at most timeout_ms.
- * Wire format and checks: tcp.h.
+ * in connection order. A payload bound for host memory (the host target,
+ * or a window of the host kind) is received straight into the window once
+ * the staged bytes are used up; after a large one the next header is read
+ * alone, so that a stream of large puts is never staged. A header naming
+ * a window this rank has not registered yet waits (the sender registered
+ * it first), at most timeout_ms. Wire format and checks: tcp.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,7 +54,13 @@ GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
 #define TCP_CHUNK (256u << 10)    /* payload per header of a large put */
 #define TCP_MIN_CHUNK (16u << 10) /* a partial chunk is at least this */
 #define TCP_RX_BYTES (256u << 10) /* receive staging per connection */
-#define TCP_RX_ROUNDS 4           /* recv calls per connection per progress */
+#define TCP_RX_ROUNDS 8           /* recv calls per connection per progress */
+#define TCP_RX_DIRECT_MIN                                                      \
+  (32u << 10)            /* after a payload this large, the next               \
+                            header is read alone */
+#define TCP_REF_MIN 4096 /* host payloads this large go from their source */
+#define TCP_REFS 256     /* such payloads queued per peer at most */
+#define TCP_IOV 64       /* iovec entries per sendmsg */
 #define TCP_EVENTS 64
 #define TCP_HELLO_WAIT_MS 5000 /* a connection must say hello this fast */
 #define TCP_MAX_PENDING 64     /* connections waiting for their hello */
@@ -169,6 +183,15 @@ static int tcp_send_all(int fd, const void *buf, size_t len,
 
 enum { RX_HDR = 0, RX_PAYLOAD = 1 };
 
+/* A payload queued by reference: `len` bytes of the stream from position
+ * `pos` on are read from `src` (their place in the send ring is reserved
+ * for flush to copy them into). */
+typedef struct tcp_ref {
+  uint64_t pos;
+  size_t len;
+  const char *src;
+} tcp_ref_t;
+
 typedef struct tcp_conn {
   int fd; /* -1: not a tcp peer, or closed */
   int peer;
@@ -176,9 +199,14 @@ typedef struct tcp_conn {
   int out_armed;    /* EPOLLOUT requested: the socket was full */
   gin_result_t err; /* the connection failed; why in msg */
   char msg[224];
-  /* send side: a ring of headers and payload */
+  /* send side: a ring of headers and payload, the first unsent byte at
+   * tx_head, stream position tx_sent; refs (a ring too) in stream order */
   uint8_t *tx;
   size_t tx_cap, tx_head, tx_len;
+  uint64_t tx_sent;
+  tcp_ref_t *refs; /* [TCP_REFS] */
+  unsigned ref_head, nrefs;
+  int ref_listed; /* in the state's list of peers with refs */
   int cur_active; /* a put partly queued (it returned GIN_ERR_AGAIN) */
   gin_xfer_t cur;
   uint64_t cur_done;
@@ -186,9 +214,11 @@ typedef struct tcp_conn {
   uint8_t *rx;
   size_t rx_start, rx_end;
   int rx_state;
+  int rx_direct;     /* the payload goes to host memory: recv into it */
+  int rx_hdr_alone;  /* the last payload was large: read a header alone */
   gin_tcp_hdr_t hdr; /* the operation being received */
   uint64_t rx_left;
-  char *rx_dst;
+  char *rx_dst;      /* the CPU view where rx_direct, else gin_arch_copy's */
   uint64_t stall_ns; /* since when the next header waits for a window */
 } tcp_conn_t;
 
@@ -198,7 +228,11 @@ typedef struct tcp_state {
   int epfd;
   int npeers, nstalled;
   size_t tx_cap;
+  int src_host;      /* put sources are host memory (refs allowed) */
   tcp_conn_t *conns; /* [nranks] */
+  uint64_t traffic;  /* progress passes that found events (atomic) */
+  int *ref_peers;    /* [nranks] peers that may hold refs */
+  int nref_peers;    /* written under lock, read without it by flush */
 } tcp_state_t;
 
 static void conn_close(tcp_state_t *s, tcp_conn_t *c) {
@@ -241,19 +275,54 @@ static gin_result_t conn_arm(tcp_state_t *s, tcp_conn_t *c, int out) {
   return GIN_SUCCESS;
 }
 
+/* The ring index of stream position pos (queued, not yet sent). */
+static size_t tx_index(const tcp_conn_t *c, uint64_t pos) {
+  return (c->tx_head + (size_t)(pos - c->tx_sent)) % c->tx_cap;
+}
+
+/* Fills iov with the queued bytes from the first unsent one on: ring
+ * bytes, and refs' sources in their place. Returns the entries used. */
+static int tx_iov(const tcp_conn_t *c, struct iovec *iov, int max) {
+  int k = 0;
+  size_t off = 0; /* from the first unsent byte */
+  unsigned r = 0;
+  while (off < c->tx_len && k < max) {
+    const tcp_ref_t *f =
+        r < c->nrefs ? &c->refs[(c->ref_head + r) % TCP_REFS] : NULL;
+    uint64_t pos = c->tx_sent + off;
+    if (f && f->pos <= pos) { /* inside a ref (its start perhaps sent) */
+      size_t skip = (size_t)(pos - f->pos);
+      iov[k++] = (struct iovec){(void *)(f->src + skip), f->len - skip};
+      off += f->len - skip;
+      r++;
+      continue;
+    }
+    size_t end = f ? (size_t)(f->pos - c->tx_sent) : c->tx_len;
+    size_t at = tx_index(c, pos), n = end - off;
+    if (n > c->tx_cap - at) n = c->tx_cap - at;
+    iov[k++] = (struct iovec){c->tx + at, n};
+    off += n;
+  }
+  return k;
+}
+
 /* Writes queued bytes while the socket takes them: 0, EAGAIN or errno. */
 static int tx_write(tcp_conn_t *c) {
   while (c->tx_len > 0) {
-    size_t first = c->tx_cap - c->tx_head;
-    if (first > c->tx_len) first = c->tx_len;
-    struct iovec iov[2] = {{c->tx + c->tx_head, first},
-                           {c->tx, c->tx_len - first}};
-    struct msghdr m = {.msg_iov = iov, .msg_iovlen = c->tx_len > first ? 2 : 1};
+    struct iovec iov[TCP_IOV];
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = tx_iov(c, iov, TCP_IOV)};
     ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno == EWOULDBLOCK ? EAGAIN : errno;
     c->tx_head = (c->tx_head + (size_t)n) % c->tx_cap;
     c->tx_len -= (size_t)n;
+    c->tx_sent += (uint64_t)n;
+    while (c->nrefs > 0) { /* drop the refs now sent */
+      const tcp_ref_t *f = &c->refs[c->ref_head];
+      if (f->pos + f->len > c->tx_sent) break;
+      c->ref_head = (c->ref_head + 1) % TCP_REFS;
+      c->nrefs--;
+    }
   }
   c->tx_head = 0;
   return 0;
@@ -282,6 +351,37 @@ static gin_result_t tx_append(tcp_conn_t *c, const void *src, size_t n,
   }
   c->tx_len += n;
   return GIN_SUCCESS;
+}
+
+/* Queues n bytes of host memory by reference: their place in the ring is
+ * reserved (room checked by the caller), src is read until sent or
+ * copied by tx_settle. 0 if the ref ring is full (copy them instead). */
+static int tx_ref(tcp_state_t *s, tcp_conn_t *c, const void *src, size_t n) {
+  if (c->nrefs == TCP_REFS) return 0;
+  c->refs[(c->ref_head + c->nrefs++) % TCP_REFS] =
+      (tcp_ref_t){c->tx_sent + c->tx_len, n, (const char *)src};
+  c->tx_len += n;
+  if (!c->ref_listed) {
+    c->ref_listed = 1;
+    s->ref_peers[s->nref_peers] = c->peer;
+    __atomic_store_n(&s->nref_peers, s->nref_peers + 1, __ATOMIC_RELEASE);
+  }
+  return 1;
+}
+
+/* Copies what the socket has not taken of every ref into its reserved
+ * place in the ring, so that no source is read any more. */
+static void tx_settle(tcp_conn_t *c) {
+  for (; c->nrefs > 0; c->nrefs--, c->ref_head = (c->ref_head + 1) % TCP_REFS) {
+    const tcp_ref_t *f = &c->refs[c->ref_head];
+    uint64_t pos = f->pos > c->tx_sent ? f->pos : c->tx_sent;
+    size_t skip = (size_t)(pos - f->pos), n = f->len - skip;
+    size_t at = tx_index(c, pos);
+    size_t first = n < c->tx_cap - at ? n : c->tx_cap - at;
+    memcpy(c->tx + at, f->src + skip, first);
+    memcpy(c->tx, f->src + skip + first, n - first);
+  }
+  c->ref_head = 0;
 }
 
 /* ------------------------------------------------------------ put */
@@ -366,6 +466,11 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
                        s->tx_cap);
     c->tx_cap = s->tx_cap;
   }
+  /* Host sources are sent from where they are until flush. */
+  int by_ref = x->op == GIN_OP_PUT && s->src_host;
+  if (by_ref && !c->refs &&
+      !(c->refs = (tcp_ref_t *)calloc(TCP_REFS, sizeof *c->refs)))
+    by_ref = 0;
   uint64_t done = 0;
   if (c->cur_active) {
     if (!xfer_same(&c->cur, x))
@@ -393,7 +498,9 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
     xfer_header(s, x, done, chunk, done + chunk == total, &h);
     gin_tcp_hdr_encode(&h, wire);
     tx_append(c, wire, sizeof wire, 0);
-    gin_result_t res = tx_append(c, src + done, chunk, x->op == GIN_OP_PUT);
+    gin_result_t res = GIN_SUCCESS;
+    if (!by_ref || chunk < TCP_REF_MIN || !tx_ref(s, c, src + done, chunk))
+      res = tx_append(c, src + done, chunk, x->op == GIN_OP_PUT);
     if (res != GIN_SUCCESS)
       return conn_fail(s, c, res, "staging %llu bytes: %s",
                        (unsigned long long)chunk, gin_last_error());
@@ -452,6 +559,16 @@ static gin_result_t conn_signal(tcp_state_t *s, tcp_conn_t *c) {
   return GIN_SUCCESS;
 }
 
+/* n more payload bytes are in place; the last of them completes the
+ * operation (its signal). */
+static gin_result_t conn_payload(tcp_state_t *s, tcp_conn_t *c, size_t n) {
+  c->rx_dst += n;
+  c->rx_left -= n;
+  if (c->rx_left > 0) return GIN_SUCCESS;
+  c->rx_state = RX_HDR;
+  return conn_signal(s, c);
+}
+
 /* Applies every complete operation staged in c's receive buffer. */
 static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
   gin_comm_t cm = s->comm;
@@ -462,17 +579,16 @@ static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
     if (c->rx_state == RX_PAYLOAD) {
       if (avail == 0) break;
       size_t n = avail < c->rx_left ? avail : (size_t)c->rx_left;
-      gin_result_t res = gin_arch_copy(c->rx_dst, p, n);
+      gin_result_t res = GIN_SUCCESS;
+      if (c->rx_direct)
+        memcpy(c->rx_dst, p, n);
+      else
+        res = gin_arch_copy(c->rx_dst, p, n);
       if (res != GIN_SUCCESS)
         return conn_fail(s, c, res, "payload from rank %d: %s", c->peer,
                          gin_last_error());
-      c->rx_dst += n;
-      c->rx_left -= n;
       c->rx_start += n;
-      if (c->rx_left == 0) {
-        c->rx_state = RX_HDR;
-        GIN_CHECK(conn_signal(s, c));
-      }
+      GIN_CHECK(conn_payload(s, c, n));
       continue;
     }
     if (avail < GIN_TCP_HDR_BYTES) break;
@@ -492,9 +608,15 @@ static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
     if (c->hdr.op == GIN_TCP_OP_BYE) {
       c->left = 1;
     } else if (c->hdr.bytes) {
+      const gin_win_slot_t *w = &cm->wins[c->hdr.dst_win];
+      char *cpu = w->hptr                         ? (char *)w->hptr
+                  : gin_arch_device_mem_is_host() ? (char *)w->ptr
+                                                  : NULL;
       c->rx_state = RX_PAYLOAD;
       c->rx_left = c->hdr.bytes;
-      c->rx_dst = (char *)cm->wins[c->hdr.dst_win].ptr + c->hdr.dst_off;
+      c->rx_direct = cpu != NULL;
+      c->rx_hdr_alone = cpu && c->hdr.bytes >= TCP_RX_DIRECT_MIN;
+      c->rx_dst = (cpu ? cpu : (char *)w->ptr) + c->hdr.dst_off;
     } else {
       GIN_CHECK(conn_signal(s, c));
     }
@@ -503,12 +625,44 @@ static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
   return GIN_SUCCESS;
 }
 
-/* Reads what the socket has (a few buffers' worth) and applies it. */
+/* What recv returned other than data (n <= 0): GIN_SUCCESS (nothing
+ * more now, or a clean close after the peer's goodbye) or the failure. */
+static gin_result_t conn_recv_end(tcp_state_t *s, tcp_conn_t *c, ssize_t n) {
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return GIN_SUCCESS;
+  if (c->left) { /* after its goodbye: a clean close */
+    conn_close(s, c);
+    return GIN_SUCCESS;
+  }
+  if (n == 0)
+    return conn_fail(
+        s, c, GIN_ERR_REMOTE,
+        "rank %d closed the connection (it failed, refused what this rank "
+        "sent, or exited without destroying its communicator)",
+        c->peer);
+  return conn_fail(s, c, GIN_ERR_REMOTE, "receiving from rank %d: %s", c->peer,
+                   strerror(errno));
+}
+
+/* Reads what the socket has (a few buffers' worth) and applies it: into
+ * the staging buffer, or once that is used up straight into a payload's
+ * host memory. */
 static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
   if (!c->rx &&
       gin_arch_staging_alloc(TCP_RX_BYTES, (void **)&c->rx) != GIN_SUCCESS)
     return conn_fail(s, c, GIN_ERR_NOMEM, "receive buffer");
   for (int round = 0; round < TCP_RX_ROUNDS && c->fd >= 0; round++) {
+    int staged = c->rx_end > c->rx_start;
+    if (c->rx_state == RX_PAYLOAD && c->rx_direct && !staged) {
+      size_t want = (size_t)c->rx_left;
+      ssize_t n = recv(c->fd, c->rx_dst, want, MSG_DONTWAIT);
+      if (n > 0) {
+        GIN_CHECK(conn_payload(s, c, (size_t)n));
+        if ((size_t)n < want) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return conn_recv_end(s, c, n);
+    }
     if (c->rx_start > 0 && c->rx_end == TCP_RX_BYTES) {
       memmove(c->rx, c->rx + c->rx_start, c->rx_end - c->rx_start);
       c->rx_end -= c->rx_start;
@@ -516,6 +670,10 @@ static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
     }
     size_t space = TCP_RX_BYTES - c->rx_end;
     if (space == 0) break; /* stalled on a window, buffer full */
+    /* After a large payload, likely another: its header alone, so that
+     * its payload is received in place. */
+    if (c->rx_hdr_alone && c->rx_state == RX_HDR && !staged)
+      space = GIN_TCP_HDR_BYTES;
     ssize_t n = recv(c->fd, c->rx + c->rx_end, space, MSG_DONTWAIT);
     if (n > 0) {
       c->rx_end += (size_t)n;
@@ -524,25 +682,35 @@ static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (c->left) { /* after its goodbye: a clean close */
-      conn_close(s, c);
-      break;
-    }
-    if (n == 0)
-      return conn_fail(
-          s, c, GIN_ERR_REMOTE,
-          "rank %d closed the connection (it failed, refused what this rank "
-          "sent, or exited without destroying its communicator)",
-          c->peer);
-    return conn_fail(s, c, GIN_ERR_REMOTE, "receiving from rank %d: %s",
-                     c->peer, strerror(errno));
+    return conn_recv_end(s, c, n);
   }
   return GIN_SUCCESS;
 }
 
-/* Sources are copied into the send ring when a put starts. */
-static gin_result_t tcp_flush(void *state) { return GIN_SUCCESS; }
+/* Sends what the sockets take now, then copies the rest of every payload
+ * queued by reference into the send rings: no source is read after this
+ * returns. */
+static gin_result_t tcp_flush(void *state) {
+  tcp_state_t *s = (tcp_state_t *)state;
+  /* None listed: this thread's refs (listed when its puts ran) were
+   * settled by another flush, whose copies the acquire orders before the
+   * caller's reuse of the sources. */
+  if (__atomic_load_n(&s->nref_peers, __ATOMIC_ACQUIRE) == 0)
+    return GIN_SUCCESS;
+  gin_result_t res = GIN_SUCCESS, r;
+  pthread_mutex_lock(&s->lock);
+  for (int i = 0; i < s->nref_peers; i++) {
+    tcp_conn_t *c = &s->conns[s->ref_peers[i]];
+    if (c->nrefs > 0 && c->fd >= 0 && (r = conn_send(s, c)) != GIN_SUCCESS &&
+        res == GIN_SUCCESS)
+      res = r;
+    tx_settle(c);
+    c->ref_listed = 0;
+  }
+  __atomic_store_n(&s->nref_peers, 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&s->lock);
+  return res;
+}
 
 static gin_result_t tcp_progress(void *state) {
   tcp_state_t *s = (tcp_state_t *)state;
@@ -551,6 +719,7 @@ static gin_result_t tcp_progress(void *state) {
   gin_result_t res = GIN_SUCCESS, r;
   struct epoll_event ev[TCP_EVENTS];
   int n = epoll_wait(s->epfd, ev, TCP_EVENTS, 0);
+  if (n > 0) __atomic_fetch_add(&s->traffic, 1, __ATOMIC_RELAXED);
   for (int i = 0; i < n; i++) {
     tcp_conn_t *c = (tcp_conn_t *)ev[i].data.ptr;
     if (c->fd >= 0 && (ev[i].events & EPOLLOUT) &&
@@ -771,10 +940,12 @@ static void tcp_fini(void *state) {
     if (s->conns[r].fd >= 0) close(s->conns[r].fd);
     gin_arch_staging_free(s->conns[r].tx);
     gin_arch_staging_free(s->conns[r].rx);
+    free(s->conns[r].refs);
   }
   if (s->epfd >= 0) close(s->epfd);
   pthread_mutex_destroy(&s->lock);
   free(s->conns);
+  free(s->ref_peers);
   free(s);
 }
 
@@ -793,12 +964,14 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   uint8_t *all = (uint8_t *)calloc((size_t)n, esz);
   uint8_t *want = (uint8_t *)calloc((size_t)n, 2);
   tcp_conn_t *conns = (tcp_conn_t *)calloc((size_t)n, sizeof *conns);
+  int *ref_peers = (int *)calloc((size_t)n, sizeof *ref_peers);
   gin_result_t res = GIN_SUCCESS, local = GIN_SUCCESS;
-  if (!s || !all || !want || !conns) {
+  if (!s || !all || !want || !conns || !ref_peers) {
     free(s);
     free(all);
     free(want);
     free(conns);
+    free(ref_peers);
     return GIN_ERROR(GIN_ERR_NOMEM, "tcp: state for %d ranks", n);
   }
   pthread_mutex_init(&s->lock, NULL);
@@ -806,6 +979,8 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   s->epfd = -1;
   s->conns = conns;
   s->tx_cap = (size_t)txb;
+  s->src_host = gin_arch_device_mem_is_host();
+  s->ref_peers = ref_peers;
   uint8_t *peers = want + n; /* use[] without this rank: it needs no socket */
   for (int r = 0; r < n; r++) {
     conns[r].fd = -1;
@@ -873,6 +1048,10 @@ fini_state:
   return res;
 }
 
+static uint64_t tcp_traffic(void *state) {
+  return __atomic_load_n(&((tcp_state_t *)state)->traffic, __ATOMIC_RELAXED);
+}
+
 const gin_transport_ops_t gin_transport_tcp = {
     .size = sizeof(gin_transport_ops_t),
     .name = "tcp",
@@ -881,4 +1060,5 @@ const gin_transport_ops_t gin_transport_tcp = {
     .flush = tcp_flush,
     .progress = tcp_progress,
     .fini = tcp_fini,
+    .traffic = tcp_traffic,
 };

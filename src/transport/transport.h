@@ -47,6 +47,11 @@ typedef struct gin_transport_ops {
   /* Drives sends and applies received operations; never blocks long. */
   gin_result_t (*progress)(void *state);
   void (*fini)(void *state);
+  /* Optional (NULL: none): a count that grows whenever progress found
+   * traffic (bytes received, a full socket drained). An idle proxy keeps
+   * polling while it grows instead of napping: a rank that only receives
+   * has no descriptors of its own to count as work. Any thread. */
+  uint64_t (*traffic)(void *state);
 } gin_transport_ops_t;
 
 /* Transport ids: GIN_TRANSPORT_*_ID in core/comm.h. */

@@ -276,7 +276,7 @@ static gin_result_t copy_batch(void **d, const void **r, size_t *z, size_t n,
   return GIN_SUCCESS;
 }
 
-GIN_PARAM_INT(param_copy_streams, "COPY_STREAMS", 4,
+GIN_PARAM_INT(param_copy_streams, "COPY_STREAMS", 8,
               "streams (1-8) the proxy spreads the large copies of one "
               "submission over, so several copy engines work at once")
 
