@@ -448,6 +448,16 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
     return GIN_ERROR(e->kind == GIN_DEVERR_BAD_DESC ? GIN_ERR_INVALID
                                                     : GIN_ERR_REMOTE,
                      "rank %d: %s", r, c->proxy_msg);
+  case GIN_DEVERR_EP_ROUTING:
+    if (a1 == 0)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: EP dispatch: topk_idx[%lld][%llu] = %lld is "
+                       "not an expert in [0, %llu) or -1; nothing was sent",
+                       r, id, exp, peer, a0);
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "rank %d: EP dispatch: token %lld names expert %lld "
+                     "twice (topk_idx[%lld][%llu]); nothing was sent",
+                     r, id, peer, id, exp);
   case GIN_DEVERR_UNREACHABLE:
     return GIN_ERROR(
         GIN_ERR_UNSUPPORTED,

@@ -1,0 +1,104 @@
+/*
+ * gin EP: Mixture-of-Experts token dispatch and combine on the device API
+ * (DeepEP's low-latency semantics), over every path and transport gin has.
+ *
+ * Experts are spread evenly over the ranks: rank r owns experts
+ * [r * L, (r + 1) * L) with L = num_experts / nranks ("local experts").
+ * A token t of this rank goes to the experts topk_idx[t][0..K) (-1: not
+ * routed). Dispatch delivers to each expert's rank the tokens routed to it
+ * (as bf16, or FP8 E4M3 with one fp32 scale per 128 channels); combine
+ * sends each expert's output for a token back to the token's rank, which
+ * sums them weighted by topk_weights into out[t].
+ *
+ * Everything runs on the caller's stream with no host synchronisation, so
+ * a whole step can be captured in a CUDA graph. Two buffer sets alternate:
+ * each dispatch must be followed by its combine before the dispatch after
+ * next (as in DeepEP's low-latency mode). Device arrays are the target's
+ * device memory (GPU memory on cuda, host memory on the host target).
+ */
+#ifndef GIN_EP_H
+#define GIN_EP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gin/gin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gin_ep *gin_ep_t;
+
+/* What a buffer is sized for; the same on every rank (checked). */
+typedef struct gin_ep_config {
+  int max_tokens;  /* tokens per rank per call, T <= max_tokens */
+  int hidden;      /* H channels per token (multiple of 128 with fp8) */
+  int topk;        /* K experts per token, 1..32 */
+  int num_experts; /* E, a multiple of the number of ranks */
+  int fp8;         /* 1: dispatch casts to FP8 E4M3 + fp32 scale per 128 */
+} gin_ep_config_t;
+
+/* Bytes of device memory a buffer of this configuration takes per rank
+ * (windows, staging and outputs). */
+gin_result_t gin_ep_size_hint(const gin_ep_config_t *cfg, int nranks,
+                              size_t *bytes_out);
+
+/* Creates a buffer on comm (collective: every rank calls it with the same
+ * configuration; a mismatch fails on every rank naming the field).
+ * Errors: GIN_ERR_INVALID (bad configuration), GIN_ERR_NOMEM. */
+gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
+                           gin_ep_t *ep_out);
+/* Collective. No dispatch or combine may be in flight. */
+gin_result_t gin_ep_destroy(gin_ep_t ep);
+
+/* Phases of an operation: both (the default), or send and receive issued
+ * separately so compute can run in between (DeepEP's hook). */
+enum { GIN_EP_SEND = 1, GIN_EP_RECV = 2, GIN_EP_BOTH = 3 };
+
+/* Where dispatch leaves its results: device arrays owned by the buffer,
+ * valid until the dispatch after next. Slots of local expert le:
+ * [le * R * max_tokens, ...), packed: count[le] tokens, grouped by source
+ * rank in rank order (layout gives each source's offset and count). */
+typedef struct gin_ep_recv {
+  void *x;            /* [L][R * max_tokens][H]: fp8 bytes, or bf16 (uint16) */
+  float *scales;      /* [L][R * max_tokens][H / 128] with fp8, else NULL */
+  int32_t *src_rank;  /* [L][R * max_tokens] rank the token came from */
+  int32_t *src_token; /* [L][R * max_tokens] its index on that rank */
+  int32_t *count;     /* [L] tokens received per local expert */
+  int32_t *layout;    /* [L][R][2] offset and count per source rank */
+  int local_experts, ranks, slots_per_expert; /* L, R, R * max_tokens */
+} gin_ep_recv_t;
+
+/* Dispatch: x [T][H] bf16 (uint16 bit patterns), topk_idx [T][K] (int32,
+ * -1 = not routed), T <= max_tokens. Device arrays; `stream` is a
+ * cudaStream_t on cuda (NULL: the legacy stream) and ignored on the host
+ * target. Fills *recv (pointers into the buffer). Bad routing found on the
+ * device (an expert id out of range) is reported through
+ * gin_comm_get_async_error and aborts the communicator, with nothing
+ * written. phases: GIN_EP_SEND, GIN_EP_RECV or GIN_EP_BOTH. */
+gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
+                             const int32_t *topk_idx, int num_tokens,
+                             gin_ep_recv_t *recv, void *stream, int phases);
+
+/* Combine: y [L][R * max_tokens][H] bf16, the experts' outputs in the
+ * slots dispatch filled (recv of the last dispatch); topk_weights [T][K]
+ * fp32 and topk_idx as given to that dispatch; out [T][H] bf16 receives
+ * sum_k topk_weights[t][k] * y(expert topk_idx[t][k], token t) (fp32
+ * accumulation, k in order; rows of tokens routed nowhere are zero). */
+gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
+                            const int32_t *topk_idx, const float *topk_weights,
+                            int num_tokens, uint16_t *out, void *stream,
+                            int phases);
+
+/* Host helpers for the formats (also what the CPU reference uses). */
+float gin_bf16_to_float(uint16_t v);
+uint16_t gin_float_to_bf16(float f); /* round to nearest even */
+float gin_fp8e4m3_to_float(uint8_t v);
+uint8_t gin_float_to_fp8e4m3(float f); /* nearest even, saturating */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * EP internals shared by the host side (ep.c, C) and the kernels
+ * (ep_kernels.c, built as C for the host target and as CUDA for the cuda
+ * target). One window per buffer holds, at symmetric offsets:
+ *   send   [M][K] messages          (dispatch sources)
+ *   recv   [2][L][R][M] messages    (dispatch arrivals, two sets)
+ *   csend  [L][R * M][H] bf16       (combine sources)
+ *   crecv  [2][M][K][H] bf16        (combine arrivals, two sets)
+ * A message: int32 token, top-k slot, source rank, pad; then the payload
+ * (fp8 bytes [H] + fp32 scales [H / 128], or bf16 [H]), padded to 16.
+ * Signals: dispatch (set, local expert, source) at the expert's rank,
+ * added count + 1 after the tokens; combine (set) at the token's rank,
+ * incremented by every returning token.
+ */
+#ifndef GIN_EP_INTERNAL_H
+#define GIN_EP_INTERNAL_H
+
+#include "gin/device/gin_device.h"
+#include "gin/gin_ep.h"
+
+#define GIN_EP_HEADER 16
+
+typedef struct gin_ep_geom {
+  int R, L, E, M, K, H, fp8, me;
+  size_t msg; /* bytes per dispatch message */
+  size_t off_send, off_recv, off_csend, off_crecv, win_bytes;
+} gin_ep_geom_t;
+
+/* Everything a kernel needs, by value. */
+typedef struct gin_ep_args {
+  gin_devcomm_t dc;
+  gin_window_t win;
+  gin_ep_geom_t g;
+  int set, T;
+  char *base; /* this rank's window (device view) */
+  const uint16_t *x;
+  const int32_t *topk;
+  const float *weights;
+  const uint16_t *y;
+  uint16_t *out;
+  gin_ep_recv_t r; /* output arrays */
+  int32_t *src_k;  /* [L][R * M] top-k slot of each received token */
+} gin_ep_args_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Kernel launchers (ep_kernels.c); stream is a cudaStream_t on cuda. */
+gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream);
+gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream);
+gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream);
+gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream);
+#ifdef __cplusplus
+}
+#endif
+
+GIN_HD_FN size_t gin_ep_send_off(const gin_ep_geom_t *g, int t, int k) {
+  return g->off_send + ((size_t)t * (size_t)g->K + (size_t)k) * g->msg;
+}
+GIN_HD_FN size_t gin_ep_recv_off(const gin_ep_geom_t *g, int set, int le,
+                                 int src, int slot) {
+  return g->off_recv +
+         ((((size_t)set * (size_t)g->L + (size_t)le) * (size_t)g->R +
+           (size_t)src) *
+              (size_t)g->M +
+          (size_t)slot) *
+             g->msg;
+}
+GIN_HD_FN size_t gin_ep_csend_off(const gin_ep_geom_t *g, int le, int slot) {
+  return g->off_csend +
+         ((size_t)le * (size_t)g->R * (size_t)g->M + (size_t)slot) *
+             (size_t)g->H * 2;
+}
+GIN_HD_FN size_t gin_ep_crecv_off(const gin_ep_geom_t *g, int set, int t,
+                                  int k) {
+  return g->off_crecv +
+         (((size_t)set * (size_t)g->M + (size_t)t) * (size_t)g->K + (size_t)k) *
+             (size_t)g->H * 2;
+}
+/* Signal ids. */
+GIN_HD_FN int gin_ep_dsig(const gin_ep_geom_t *g, int set, int le, int src) {
+  return (set * g->L + le) * g->R + src;
+}
+GIN_HD_FN int gin_ep_csig(const gin_ep_geom_t *g, int set) {
+  return 2 * g->L * g->R + set;
+}
+GIN_HD_FN int gin_ep_nsignals(const gin_ep_geom_t *g) {
+  return 2 * g->L * g->R + 2;
+}
+
+#endif

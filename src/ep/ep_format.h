@@ -1,0 +1,79 @@
+/*
+ * Number formats of EP messages, written once for host and device code:
+ * bf16 (the top half of an IEEE float, round to nearest even) and FP8
+ * E4M3 (1 sign, 4 exponent bits with bias 7, 3 mantissa bits, no
+ * infinities, max 448; round to nearest even, saturating). The device and
+ * the CPU reference use these same functions, so casts match bit for bit.
+ */
+#ifndef GIN_EP_FORMAT_H
+#define GIN_EP_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "gin/device/arch.h"
+
+#define GIN_EP_FP8_MAX 448.0f
+#define GIN_EP_FP8_GROUP 128 /* channels per scale */
+#define GIN_EP_AMAX_MIN 1e-4f
+
+GIN_HD_FN float gin_ep_bits_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+GIN_HD_FN uint32_t gin_ep_float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+GIN_HD_FN float gin_ep_bf16_to_float(uint16_t v) {
+  return gin_ep_bits_float((uint32_t)v << 16);
+}
+
+GIN_HD_FN uint16_t gin_ep_float_to_bf16(float f) {
+  uint32_t u = gin_ep_float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+  return (uint16_t)(u >> 16);
+}
+
+GIN_HD_FN float gin_ep_fp8_to_float(uint8_t v) {
+  uint32_t s = (uint32_t)(v >> 7) << 31, e = (v >> 3) & 0xfu, m = v & 7u;
+  if (e == 0xf && m == 7) return gin_ep_bits_float(s | 0x7fc00000u); /* NaN */
+  if (e == 0) { /* subnormal: m * 2^-9 */
+    float f = (float)m * (1.0f / 512.0f);
+    return s ? -f : f;
+  }
+  return gin_ep_bits_float(s | ((e + 120u) << 23) | (m << 20));
+}
+
+/* Nearest even, saturating to +-448; NaN stays NaN. */
+GIN_HD_FN uint8_t gin_ep_float_to_fp8(float f) {
+  uint32_t u = gin_ep_float_bits(f);
+  uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint8_t)(sign | 0x7f);  /* NaN */
+  if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7e); /* >= 448: max */
+  if (a < 0x3c800000u) { /* below 2^-6: subnormal, steps of 2^-9 */
+    float q = gin_ep_bits_float(a) * 512.0f; /* exact */
+    uint32_t n = (uint32_t)q;
+    float r = q - (float)n;
+    if (r > 0.5f || (r == 0.5f && (n & 1u))) n++;
+    return (uint8_t)(sign | n); /* n == 8 is the smallest normal */
+  }
+  /* Normal: keep 3 mantissa bits of 23, nearest even. */
+  uint32_t mant = a & 0x7fffffu, exp = (a >> 23) - 120u; /* 1..15 */
+  uint32_t keep = mant >> 20, rest = mant & 0xfffffu;
+  if (rest > 0x80000u || (rest == 0x80000u && (keep & 1u))) keep++;
+  if (keep == 8) {
+    keep = 0;
+    exp++;
+  }
+  uint32_t v = (exp << 3) | keep;
+  if (v > 0x7e) v = 0x7e; /* 0x7f is NaN: saturate at 448 */
+  return (uint8_t)(sign | v);
+}
+
+#endif
