@@ -55,9 +55,8 @@ GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
 #define TCP_MIN_CHUNK (16u << 10) /* a partial chunk is at least this */
 #define TCP_RX_BYTES (256u << 10) /* receive staging per connection */
 #define TCP_RX_ROUNDS 8           /* recv calls per connection per progress */
-#define TCP_RX_DIRECT_MIN                                                      \
-  (32u << 10)            /* after a payload this large, the next               \
-                            header is read alone */
+/* After a payload this large the next header is read alone. */
+#define TCP_RX_DIRECT_MIN (32u << 10)
 #define TCP_REF_MIN 4096 /* host payloads this large go from their source */
 #define TCP_REFS 256     /* such payloads queued per peer at most */
 #define TCP_IOV 64       /* iovec entries per sendmsg */
@@ -230,10 +229,15 @@ typedef struct tcp_state {
   size_t tx_cap;
   int src_host;      /* put sources are host memory (refs allowed) */
   tcp_conn_t *conns; /* [nranks] */
-  uint64_t traffic;  /* progress passes that found events (atomic) */
+  uint64_t traffic;  /* sends and receives that moved bytes (atomic) */
   int *ref_peers;    /* [nranks] peers that may hold refs */
   int nref_peers;    /* written under lock, read without it by flush */
 } tcp_state_t;
+
+/* Bytes moved: an idle proxy does not nap while this count grows. */
+static void tcp_traffic_note(tcp_state_t *s) {
+  __atomic_fetch_add(&s->traffic, 1, __ATOMIC_RELAXED);
+}
 
 static void conn_close(tcp_state_t *s, tcp_conn_t *c) {
   if (c->fd >= 0) {
@@ -329,7 +333,9 @@ static int tx_write(tcp_conn_t *c) {
 }
 
 static gin_result_t conn_send(tcp_state_t *s, tcp_conn_t *c) {
+  uint64_t sent = c->tx_sent;
   int e = tx_write(c);
+  if (c->tx_sent != sent) tcp_traffic_note(s);
   if (e == 0 || e == EAGAIN) return conn_arm(s, c, e == EAGAIN);
   return conn_fail(s, c, GIN_ERR_REMOTE, "sending to rank %d: %s", c->peer,
                    strerror(e));
@@ -656,6 +662,7 @@ static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
       size_t want = (size_t)c->rx_left;
       ssize_t n = recv(c->fd, c->rx_dst, want, MSG_DONTWAIT);
       if (n > 0) {
+        tcp_traffic_note(s);
         GIN_CHECK(conn_payload(s, c, (size_t)n));
         if ((size_t)n < want) break;
         continue;
@@ -676,6 +683,7 @@ static gin_result_t conn_recv(tcp_state_t *s, tcp_conn_t *c) {
       space = GIN_TCP_HDR_BYTES;
     ssize_t n = recv(c->fd, c->rx + c->rx_end, space, MSG_DONTWAIT);
     if (n > 0) {
+      tcp_traffic_note(s);
       c->rx_end += (size_t)n;
       GIN_CHECK(conn_apply(s, c));
       if ((size_t)n < space) break;
@@ -719,7 +727,6 @@ static gin_result_t tcp_progress(void *state) {
   gin_result_t res = GIN_SUCCESS, r;
   struct epoll_event ev[TCP_EVENTS];
   int n = epoll_wait(s->epfd, ev, TCP_EVENTS, 0);
-  if (n > 0) __atomic_fetch_add(&s->traffic, 1, __ATOMIC_RELAXED);
   for (int i = 0; i < n; i++) {
     tcp_conn_t *c = (tcp_conn_t *)ev[i].data.ptr;
     if (c->fd >= 0 && (ev[i].events & EPOLLOUT) &&

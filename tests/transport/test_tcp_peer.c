@@ -15,7 +15,9 @@
  *   - connections with bad hellos during init (a hand-driven rank 0):
  *     refused while the right one is accepted, then a hand-encoded put;
  *   - large puts through a 64 KiB send buffer (GIN_ERR_AGAIN, parts),
- *     put_value, signal with mode, and puts to self.
+ *     put_value, signal with mode, and puts to self;
+ *   - sources overwritten right after flush while the peer reads nothing
+ *     yet (payloads sent from their source, received in place).
  * Exit 0 pass, 1 fail.
  */
 #define _GNU_SOURCE
@@ -451,6 +453,7 @@ static void sc_traffic(rank_ctx_t *r) {
                     .sig_add = 10};
     CHECK(put(r, v) == GIN_SUCCESS, "put_value to %d", p);
   }
+  CHECK(r->ops->flush(r->st) == GIN_SUCCESS, "flush"); /* src is freed */
   CHECK(pump(r, 8, 10 * (uint64_t)n, 10000) == GIN_SUCCESS &&
             sig_load(r, 8) == 10 * (uint64_t)n,
         "all put_values arrived");
@@ -468,6 +471,50 @@ static void sc_traffic(rank_ctx_t *r) {
   r->ops->fini(r->st);
 }
 
+/* 2 ranks, a 16 MiB send buffer: rank 0 puts 8 MiB in large, middle and
+ * small pieces (sent from the source, received in place or staged) while
+ * rank 1 reads nothing, flushes, and overwrites the source at once; rank
+ * 1 must see the bytes from before the flush, in order, signal last. */
+#define FLUSH_BYTES (8u << 20)
+static const size_t flush_sizes[] = {1u << 20, 5000,   8,    40000, 4096,
+                                     100,      300000, 4095, 65536};
+static void sc_flush_reuse(rank_ctx_t *r) {
+  setenv("GIN_TCP_SEND_BUFFER", "16777216", 1); /* read at init */
+  int me = r->c.rank;
+  win_add(r, 0, FLUSH_BYTES, FLUSH_BYTES, 1);
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  CHECK(init_all(r) == GIN_SUCCESS, "init");
+  if (me == 0) {
+    uint8_t *src = malloc(FLUSH_BYTES);
+    for (size_t i = 0; i < FLUSH_BYTES; i++)
+      src[i] = (uint8_t)(i * 7 + i / 4099);
+    size_t off = 0;
+    for (int k = 0; off < FLUSH_BYTES; k++) {
+      size_t len = flush_sizes[k % (sizeof flush_sizes / sizeof *flush_sizes)];
+      if (len > FLUSH_BYTES - off) len = FLUSH_BYTES - off;
+      gin_xfer_t x = xfer(1, src + off, len, off, off + len == FLUSH_BYTES, 0);
+      CHECK(put(r, x) == GIN_SUCCESS, "put %d", k);
+      off += len;
+    }
+    CHECK(r->ops->flush(r->st) == GIN_SUCCESS, "flush");
+    memset(src, 0x55, FLUSH_BYTES); /* the sources are free again */
+    free(src);
+  }
+  gin_bs_barrier(r->c.bs); /* rank 1 starts reading only now */
+  if (me == 1) {
+    CHECK(pump(r, 0, 1, 10000) == GIN_SUCCESS && sig_load(r, 0) == 1,
+          "signal arrived");
+    const uint8_t *got = (const uint8_t *)r->wins[0].ptr;
+    size_t bad = 0;
+    for (size_t i = 0; i < FLUSH_BYTES; i++)
+      bad += got[i] != (uint8_t)(i * 7 + i / 4099);
+    CHECK(bad == 0, "%zu of %u bytes differ from the source before flush", bad,
+          FLUSH_BYTES);
+  }
+  barrier_progressing(r); /* rank 0 may still hold queued bytes */
+  r->ops->fini(r->st);
+}
+
 int main(void) {
   setenv("GIN_TCP_SEND_BUFFER", "65536", 1);
   int bad = 0;
@@ -480,6 +527,7 @@ int main(void) {
   bad |= run("asymmetric tcp use", 2, 5000, sc_asymmetric);
   bad |= run("bad hellos refused", 2, 5000, sc_bad_hellos);
   bad |= run("traffic: big, value, mode, self", 3, 10000, sc_traffic);
+  bad |= run("sources reusable after flush", 2, 10000, sc_flush_reuse);
   printf("tcp peer: %s\n", bad ? "FAILED" : "passed");
   return bad;
 }
