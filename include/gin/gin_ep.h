@@ -66,7 +66,8 @@ typedef struct gin_ep_recv {
   int32_t *src_rank;  /* [L][R * max_tokens] rank the token came from */
   int32_t *src_token; /* [L][R * max_tokens] its index on that rank */
   int32_t *count;     /* [L] tokens received per local expert */
-  int32_t *layout;    /* [L][R][2] offset and count per source rank */
+  int32_t *layout;    /* [L][R][2] offset and count per source rank (a
+                         source with no tokens: the running offset, 0) */
   int local_experts, ranks, slots_per_expert; /* L, R, R * max_tokens */
 } gin_ep_recv_t;
 
@@ -83,7 +84,8 @@ gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
 
 /* Combine: y [L][R * max_tokens][H] bf16, the experts' outputs in the
  * slots dispatch filled (recv of the last dispatch); topk_weights [T][K]
- * fp32 and topk_idx as given to that dispatch; out [T][H] bf16 receives
+ * fp32, and topk_idx and T as given to that dispatch (another T is
+ * GIN_ERR_INVALID); out [T][H] bf16 receives
  * sum_k topk_weights[t][k] * y(expert topk_idx[t][k], token t) (fp32
  * accumulation, k in order; rows of tokens routed nowhere are zero). */
 gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
