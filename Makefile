@@ -19,13 +19,21 @@ build: $(BUILD)/CMakeCache.txt
 
 # The demo on the GPU when one is visible (and the cuda target was built),
 # on the host target otherwise.
+# Then an EP dispatch/combine across the ranks, checked against the CPU
+# reference and timed (DeepEP's low-latency defaults on the GPU, a small
+# configuration on the host target).
 run: build
 	@if [ -x $(BUILD)/gin_demo_cuda ] && nvidia-smi -L >/dev/null 2>&1; then \
 	  echo "== gin demo, cuda target, $(NRANKS) ranks =="; \
-	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_cuda; \
+	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_cuda && \
+	  echo "== gin EP dispatch/combine, cuda target, $(NRANKS) ranks ==" && \
+	  $(BUILD)/ginrun -n $(NRANKS) --timeout 300 $(BUILD)/gin_ep_bench_cuda; \
 	else \
 	  echo "== gin demo, host target, $(NRANKS) ranks =="; \
-	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_host; \
+	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_host && \
+	  echo "== gin EP dispatch/combine, host target, $(NRANKS) ranks ==" && \
+	  $(BUILD)/ginrun -n $(NRANKS) --timeout 300 $(BUILD)/gin_ep_bench_host \
+	    -t 32 -H 512 -k 4 -e 16 -n 5 -w 1; \
 	fi
 
 test: build

@@ -39,6 +39,51 @@ run() { # name, command...
   tail -4 "$OUT/$name.log" | sed 's/^/    /' | tee -a "$OUT/summary.txt"
 }
 
+# EP: the test suite with 2, 4 and 8 ranks on every path, the example,
+# the benchmark (DeepEP's low-latency defaults, host-initiated baseline
+# and CUDA graph replay in the same run) and memcheck.
+ep_runs() {
+  E=build-dev/tests/ep
+  for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 280 $E/test_ep_cuda; done
+  run ep_test_proxy_4 env GIN_BACKEND=proxy $R -n 4 --timeout 280 $E/test_ep_cuda
+  run ep_test_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 280 $E/test_ep_cuda
+  [ -x $E/test_ep_badinput_cuda ] && run ep_badinput_3 $R -n 3 --timeout 120 $E/test_ep_badinput_cuda
+  run ep_hello_4 $R -n 4 --timeout 60 build-dev/gin_ep_hello_cuda
+  B=build-dev/gin_ep_bench_cuda
+  run ep_bench_8 $R -n 8 --timeout 280 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv
+  run ep_bench_8_bf16 $R -n 8 --timeout 280 $B --bf16 -n 20 -w 3 --csv $OUT/ep_bench_8_bf16.csv
+  run ep_bench_4 $R -n 4 --timeout 280 $B -n 20 -w 3 --csv $OUT/ep_bench_4.csv
+  run ep_bench_2 $R -n 2 --timeout 280 $B -n 20 -w 3 --csv $OUT/ep_bench_2.csv
+  run ep_bench_8_proxy env GIN_BACKEND=proxy $R -n 8 --timeout 280 $B -n 10 -w 2 --no-baseline --csv $OUT/ep_bench_8_proxy.csv
+  run ep_memcheck_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
+}
+if [ "${MODE:-all}" = epdebug ]; then
+  export GIN_TIMEOUT_MS=8000
+  E=build-dev/tests/ep
+  run dbg_conf_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 build-dev/tests/conformance/conformance_cuda
+  run dbg_hello_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 60 build-dev/gin_ep_hello_cuda
+  run dbg_ep_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 60 $E/test_ep_cuda
+  run dbg_ep_proxy_2_t2 env GIN_BACKEND=proxy GIN_PROXY_THREADS=2 $R -n 2 --timeout 60 $E/test_ep_cuda
+  run dbg_ep_proxy_2_nobatch env GIN_BACKEND=proxy GIN_COPY_BATCH=0 $R -n 2 --timeout 60 $E/test_ep_cuda
+  run dbg_ep_proxy_2_nb env GIN_BACKEND=proxy CUDA_DEVICE_MAX_CONNECTIONS=32 $R -n 2 --timeout 60 $E/test_ep_cuda
+  export GIN_TIMEOUT_MS=60000
+  B=build-dev/gin_ep_bench_cuda
+  run ep_bench_8 $R -n 8 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv
+  run ep_bench_2 $R -n 2 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_2.csv
+  echo quit | nvidia-cuda-mps-control
+  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+  cat "$FINAL/summary.txt"
+  exit 0
+fi
+
+if [ "${MODE:-all}" = ep ]; then
+  ep_runs
+  echo quit | nvidia-cuda-mps-control
+  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+  cat "$FINAL/summary.txt"
+  exit 0
+fi
+
 if [ "${MODE:-all}" = ladder ]; then
 # Diagnosis only: the latency ladder with and without checks, the proxy's
 # large copies over 8 streams, and the SASS of the ladder's kernel.
@@ -104,6 +149,7 @@ if cmake -S . -B build-host -DGIN_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"
 fi
 
 if [ "${MODE:-all}" != perf ]; then
+ep_runs
 # Host target on the same machine, for comparison.
 run conformance_host_4 $R -n 4 --timeout 280 $T/conformance_host
 
