@@ -19,7 +19,7 @@ cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelW
 # The same benchmarks without device-side argument checks.
 cmake -S . -B build-dev-nochecks -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
-  cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda >>"$OUT/build.log" 2>&1 \
+  cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda test_ep_cuda >>"$OUT/build.log" 2>&1 \
   || log "nochecks build failed"
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -58,14 +58,11 @@ ep_runs() {
   run ep_memcheck_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
 }
 if [ "${MODE:-all}" = epdebug ]; then
-  export GIN_TIMEOUT_MS=8000
+  export GIN_TIMEOUT_MS=6000
   E=build-dev/tests/ep
-  run dbg_conf_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 build-dev/tests/conformance/conformance_cuda
-  run dbg_hello_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 60 build-dev/gin_ep_hello_cuda
-  run dbg_ep_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 60 $E/test_ep_cuda
-  run dbg_ep_proxy_2_t2 env GIN_BACKEND=proxy GIN_PROXY_THREADS=2 $R -n 2 --timeout 60 $E/test_ep_cuda
-  run dbg_ep_proxy_2_nobatch env GIN_BACKEND=proxy GIN_COPY_BATCH=0 $R -n 2 --timeout 60 $E/test_ep_cuda
-  run dbg_ep_proxy_2_nb env GIN_BACKEND=proxy CUDA_DEVICE_MAX_CONNECTIONS=32 $R -n 2 --timeout 60 $E/test_ep_cuda
+  run dbg_ep_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=TRACE GIN_DEBUG_SUBSYS=PROXY $R -n 2 --timeout 40 $E/test_ep_cuda
+  run dbg_ep_proxy_2_nochecks env GIN_BACKEND=proxy $R -n 2 --timeout 40 build-dev-nochecks/tests/ep/test_ep_cuda
+  run dbg_hello_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
   export GIN_TIMEOUT_MS=60000
   B=build-dev/gin_ep_bench_cuda
   run ep_bench_8 $R -n 8 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv

@@ -242,6 +242,12 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r,
     gin_desc_t d = *slot;
     gin_xfer_t x;
     char msg[200];
+    GIN_TRACE(PROXY,
+              "rank %d: context %d descriptor %llu: op %u peer %d signal %d "
+              "(action %u, value %llu) %llu bytes",
+              c->rank, r->ctx, (unsigned long long)r->next, d.op, d.peer,
+              d.signal, d.remote, (unsigned long long)d.signal_value,
+              (unsigned long long)d.bytes);
     if (!desc_check(c, r, &d, &x, msg, sizeof msg)) {
       char full[256];
       snprintf(full, sizeof full,

@@ -146,6 +146,8 @@ static gin_result_t lane_submit(ipc_lane_t *l) {
  * signals in the order their operations were started. */
 static gin_result_t lane_flush(ipc_lane_t *l) {
   gin_result_t res = lane_submit(l);
+  GIN_TRACE(PROXY, "ipc flush: waiting for the copies (%zu signals pending)",
+            l->nsigs);
   if (l->submitted) { /* even after a failure: nothing may stay in flight */
     gin_result_t w = gin_arch_copy_wait();
     if (res == GIN_SUCCESS) res = w;
@@ -157,6 +159,7 @@ static gin_result_t lane_flush(ipc_lane_t *l) {
     return res;
   }
   /* Every payload is written: now the signals. */
+  GIN_TRACE(PROXY, "ipc flush: copies done, %zu signals to apply", l->nsigs);
   for (size_t i = 0; i < l->nsigs; i++) {
     ipc_sig_t *g = &l->sig[i];
     if (g->mode) __atomic_fetch_or(g->mode, g->mode_bit, __ATOMIC_RELAXED);

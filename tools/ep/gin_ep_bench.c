@@ -91,8 +91,8 @@ static void parse(int argc, char **argv, opts_t *o) {
                  : !strcmp(v, "masked") ? EP_ROUTE_MASKED
                                         : EP_ROUTE_RANDOM;
       if (strcmp(v, "skewed") && strcmp(v, "masked") && strcmp(v, "random")) {
-        fprintf(stderr, "gin-ep-bench: --routing %s: random, skewed or masked\n",
-                v);
+        fprintf(stderr,
+                "gin-ep-bench: --routing %s: random, skewed or masked\n", v);
         exit(2);
       }
     } else {
@@ -149,11 +149,9 @@ static void do_dispatch(impl_t *m, dev_in_t *d, int T, gin_ep_recv_t *rv) {
 
 static void do_combine(impl_t *m, dev_in_t *d, int T) {
   if (m->ep) {
-    CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, T, d->out, NULL,
-                      GIN_EP_BOTH));
+    CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, T, d->out, NULL, GIN_EP_BOTH));
     CK(gin_stream_synchronize(0));
-  } else if (ep_baseline_combine(m->base, d->y, d->idx, d->w, T, d->out) !=
-             0) {
+  } else if (ep_baseline_combine(m->base, d->y, d->idx, d->w, T, d->out) != 0) {
     exit(1);
   }
 }
@@ -425,8 +423,7 @@ int main(int argc, char **argv) {
                     perf_target_name(), R, o.T, o.H, o.K, o.E, o.fp8,
                     impls[i].name, op ? "combine" : "dispatch", res[i][2 * op],
                     res[i][2 * op + 1], worst[2 * i + op],
-                    (op ? cbytes : dbytes) / (res[i][2 * op] * 1e3),
-                    copy_gbps);
+                    (op ? cbytes : dbytes) / (res[i][2 * op] * 1e3), copy_gbps);
         fclose(f);
       }
     }
