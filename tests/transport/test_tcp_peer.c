@@ -502,7 +502,7 @@ static void sc_flush_reuse(rank_ctx_t *r) {
   }
   gin_bs_barrier(r->c.bs); /* rank 1 starts reading only now */
   if (me == 1) {
-    CHECK(pump(r, 0, 1, 10000) == GIN_SUCCESS && sig_load(r, 0) == 1,
+    CHECK(pump(r, 0, 1, 60000) == GIN_SUCCESS && sig_load(r, 0) == 1,
           "signal arrived");
     const uint8_t *got = (const uint8_t *)r->wins[0].ptr;
     size_t bad = 0;
@@ -527,7 +527,7 @@ int main(void) {
   bad |= run("asymmetric tcp use", 2, 5000, sc_asymmetric);
   bad |= run("bad hellos refused", 2, 5000, sc_bad_hellos);
   bad |= run("traffic: big, value, mode, self", 3, 10000, sc_traffic);
-  bad |= run("sources reusable after flush", 2, 10000, sc_flush_reuse);
+  bad |= run("sources reusable after flush", 2, 60000, sc_flush_reuse);
   printf("tcp peer: %s\n", bad ? "FAILED" : "passed");
   return bad;
 }
