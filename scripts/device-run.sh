@@ -57,6 +57,26 @@ ep_runs() {
   run ep_bench_8_proxy env GIN_BACKEND=proxy $R -n 8 --timeout 280 $B -n 10 -w 2 --no-baseline --csv $OUT/ep_bench_8_proxy.csv
   run ep_memcheck_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
 }
+if [ "${MODE:-all}" = final ]; then
+  B=build-dev/gin_ep_bench_cuda
+  run ep_bench_8_bf16 $R -n 8 --timeout 200 $B --bf16 -n 20 -w 3 --csv $OUT/ep_bench_8_bf16.csv
+  run ep_bench_4 $R -n 4 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_4.csv
+  if cmake -S . -B build-host -DGIN_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
+     cmake --build build-host -j 16 --target gin_perf_host ginrun >>"$OUT/build.log" 2>&1; then
+    pf host_tcp GIN_BACKEND=proxy GIN_TRANSPORT=tcp build-host/ginrun -n 2 --timeout 100 build-host/gin_perf_host pingpong --floors -b 8 -e 65536 -f 8 -n 2000 -w 200
+    pf host_tcp_bw GIN_BACKEND=proxy GIN_TRANSPORT=tcp build-host/ginrun -n 2 --timeout 100 build-host/gin_perf_host bw --floors -b 4096 -e 4194304 -f 4
+  fi
+  export GIN_TIMEOUT_MS=6000
+  run dbg_hello_proxy_a env GIN_BACKEND=proxy $R -n 2 --timeout 30 build-dev/gin_ep_hello_cuda
+  run dbg_hello_proxy_b env GIN_BACKEND=proxy $R -n 2 --timeout 30 build-dev/gin_ep_hello_cuda
+  run dbg_hello_proxy_yield env GIN_BACKEND=proxy GIN_PROXY_BUSY_POLL=0 $R -n 2 --timeout 30 build-dev/gin_ep_hello_cuda
+  run dbg_conf_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 build-dev/tests/conformance/conformance_cuda
+  echo quit | nvidia-cuda-mps-control
+  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+  cat "$FINAL/summary.txt"
+  exit 0
+fi
+
 if [ "${MODE:-all}" = epdebug ]; then
   export GIN_TIMEOUT_MS=6000
   E=build-dev/tests/ep
