@@ -42,6 +42,10 @@ run() { # name, command...
 # EP: the test suite with 2, 4 and 8 ranks on every path, the example,
 # the benchmark (DeepEP's low-latency defaults, host-initiated baseline
 # and CUDA graph replay in the same run) and memcheck.
+pf() { # name, env..., -- args...
+  local name=$1; shift
+  run perf_$name env "$@" --csv $OUT/perf_$name.csv --json $OUT/perf_$name.json
+}
 ep_runs() {
   E=build-dev/tests/ep
   for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 280 $E/test_ep_cuda; done
@@ -133,10 +137,6 @@ fi
 # thread copying megabytes is not a use case), warp/block go to 1 MiB.
 P=build-dev/gin_perf_cuda
 PN=build-dev-nochecks/gin_perf_cuda
-pf() { # name, env..., -- args...
-  local name=$1; shift
-  run perf_$name env "$@" --csv $OUT/perf_$name.csv --json $OUT/perf_$name.json
-}
 pf direct_all $R -n 2 --timeout 280 $P all --floors -g thread -b 8 -e 65536 -f 8 -n 2000 -w 200
 pf direct_ladder $R -n 2 --timeout 100 $P ladder -n 5000 -w 500
 pf direct_ladder_nochecks $R -n 2 --timeout 100 $PN ladder -n 5000 -w 500
