@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "core/core.h"
 
@@ -101,7 +102,12 @@ int gin_arch_proxy_busy_poll_default(void);
  * more on a GPU (kernels run elsewhere; polling a while saves a wake-up). */
 static inline uint32_t gin_arch_proxy_idle_spins(void) {
 #ifdef GIN_TARGET_HOST
-  return 4;
+  /* Measured: 4 halves the tcp round trip on a 2-core machine; on a
+   * 16-core one it raised it from 1.06-1.24 x to 1.6 x raw TCP (the
+   * yields cost wake-ups where cores are free). */
+  static uint32_t spins;
+  if (!spins) spins = sysconf(_SC_NPROCESSORS_ONLN) >= 8 ? 256 : 4;
+  return spins;
 #else
   return 256;
 #endif
