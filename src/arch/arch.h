@@ -105,9 +105,7 @@ static inline uint32_t gin_arch_proxy_idle_spins(void) {
   /* Measured: 4 halves the tcp round trip on a 2-core machine; on a
    * 16-core one it raised it from 1.06-1.24 x to 1.6 x raw TCP (the
    * yields cost wake-ups where cores are free). */
-  static uint32_t spins;
-  if (!spins) spins = sysconf(_SC_NPROCESSORS_ONLN) >= 8 ? 256 : 4;
-  return spins;
+  return sysconf(_SC_NPROCESSORS_ONLN) >= 8 ? 256 : 4; /* once per thread */
 #else
   return 256;
 #endif
