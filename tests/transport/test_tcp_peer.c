@@ -153,7 +153,7 @@ static int run(const char *name, int nranks, int64_t timeout_ms,
   pid_t pids[8];
   for (int k = 0; k < nranks; k++) {
     if ((pids[k] = fork()) != 0) continue;
-    alarm(30);
+    alarm((unsigned)(timeout_ms / 1000) + 20); /* a bound on a stuck rank */
     rank_ctx_t *r = calloc(1, sizeof *r);
     r->c.rank = k;
     r->c.nranks = nranks;
