@@ -19,6 +19,10 @@ static gin_alloc_t *alloc_head;
 gin_result_t gin_mem_alloc(size_t size, void **ptr_out) {
   GIN_ARG_CHECK(ptr_out, "gin_mem_alloc: ptr_out is NULL");
   GIN_ARG_CHECK(size > 0, "gin_mem_alloc: size is 0");
+  GIN_ARG_CHECK(size <= (size_t)PTRDIFF_MAX,
+                "gin_mem_alloc: size %zu is larger than PTRDIFF_MAX (a "
+                "negative size converted to size_t?)",
+                size);
   gin_alloc_t *a = (gin_alloc_t *)calloc(1, sizeof *a);
   if (!a) return GIN_ERROR(GIN_ERR_NOMEM, "gin_mem_alloc: no host memory");
   gin_result_t res =
