@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 NRANKS ?= 4
 CMAKE_FLAGS ?=
 
-.PHONY: all build run test asan tsan format format-check clean deps
+.PHONY: all build run test asan tsan fuzz format format-check clean deps
 
 all: build
 
@@ -51,6 +51,12 @@ tsan:
 	$(MAKE) BUILD=build-tsan CMAKE_FLAGS="-DGIN_CUDA=OFF -DGIN_SANITIZE=thread" build
 	cd build-tsan && TSAN_OPTIONS=die_after_fork=0 ctest --output-on-failure -j 2 --timeout 600 -R "proxy|tcp|conformance_host_[0-9]" -E "tcp_peer|^ep_"
 
+# libFuzzer harnesses of the wire decoders (clang), each run for 15 s on
+# its committed corpus (tests/fuzz; docs/RELIABILITY.md for long runs).
+fuzz:
+	$(MAKE) BUILD=build-fuzz CMAKE_FLAGS="-DGIN_CUDA=OFF -DGIN_FUZZ=ON -DCMAKE_C_COMPILER=clang" build
+	cd build-fuzz && ctest -R fuzz --output-on-failure
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
@@ -58,4 +64,4 @@ format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

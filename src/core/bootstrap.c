@@ -33,7 +33,7 @@
 #include "core.h"
 #include "net.h"
 
-#define BS_HELLO_BYTES 52
+#define BS_HELLO_BYTES GIN_BS_HELLO_BYTES
 #define BS_REPLY_BYTES 24
 #define BS_ENTRY_BYTES 20
 #define BS_COLL_BYTES 16
@@ -81,7 +81,7 @@ static uint64_t get_le(const uint8_t *p, int n) {
   return v;
 }
 
-static void bs_hello_encode(const gin_bs_hello_t *h, uint8_t *p) {
+void gin_bs_hello_encode(const gin_bs_hello_t *h, uint8_t *p) {
   put_le(p, h->magic, 4);
   put_le(p + 4, h->version, 2);
   put_le(p + 6, h->kind, 2);
@@ -651,7 +651,7 @@ static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
   char what[160], why[96];
   int n = bs->nranks, io;
   uint8_t msg[BS_HELLO_BYTES]; /* the hello, then the reply header */
-  bs_hello_encode(hello, msg);
+  gin_bs_hello_encode(hello, msg);
   snprintf(what, sizeof what, "bootstrap: rank %d registering with root %s",
            bs->rank, rstr);
   if ((io = bs_io_all(rfd, msg, BS_HELLO_BYTES, 1, deadline)) ||
@@ -728,7 +728,7 @@ static gin_result_t bs_ring_connect(gin_bs_t *bs, int lfd,
   gin_bs_hello_t h = *hello;
   h.kind = GIN_BS_HELLO_RING;
   uint8_t msg[BS_HELLO_BYTES];
-  bs_hello_encode(&h, msg);
+  gin_bs_hello_encode(&h, msg);
   int io = bs_io_all(bs->next_fd, msg, sizeof msg, 1, deadline);
   if (io) {
     snprintf(what, sizeof what, "bootstrap: rank %d greeting rank %d at %s",

@@ -45,6 +45,12 @@ typedef struct gin_bs_hello {
 } gin_bs_hello_t;
 
 enum { GIN_BS_HELLO_ROOT = 1, GIN_BS_HELLO_RING = 2 };
+#define GIN_BS_HELLO_BYTES 52 /* a hello on the wire */
+
+/* Writes hello h as GIN_BS_HELLO_BYTES wire bytes to p (little endian;
+ * addr copied as is). Pure; thread safe. Exposed for the fuzzers' seed
+ * corpus and round-trip check; the bootstrap is the only other user. */
+void gin_bs_hello_encode(const gin_bs_hello_t *h, uint8_t *p);
 
 /* Checks a received hello against the job (secret, magic, version, rank
  * range, size). Pure function of the bytes: fuzzed. */

@@ -190,7 +190,7 @@ gin_result_t gin_tcp_header_check(const void *buf, size_t len,
         (res = win_check(wins, nwins, "signal mode", h.sig_win, h.sig_gen,
                          h.mode_off, 4, 4, why, why_len)) != GIN_SUCCESS)
       return res;
-    if ((h.mode_off != 0) != (h.mode_bit == 1 || h.mode_bit == 2))
+    if (h.mode_off ? (h.mode_bit != 1 && h.mode_bit != 2) : h.mode_bit != 0)
       return why_set(why, why_len, bad, "mode bit %u at offset %llu",
                      h.mode_bit, (unsigned long long)h.mode_off);
   }

@@ -357,6 +357,8 @@ static void test_header_signals(void) {
            GIN_ERR_PROTOCOL, "mode bit");
   hdr_case("mode bit without a mode word", with_signal(base, 8, 0, 1),
            GIN_ERR_PROTOCOL, "mode bit");
+  hdr_case("stray mode bit without a mode word (fuzz find)",
+           with_signal(base, 8, 0, 0xa2), GIN_ERR_PROTOCOL, "mode bit");
   /* Data and signal each checked: a good signal does not excuse the data. */
   hdr_case("bad data, good signal", with_signal(put_ok(4090, 7), 8, 512, 1),
            GIN_ERR_PROTOCOL, "destination");
