@@ -65,14 +65,22 @@ static void res_free(gin_comm_t c, gin_devcomm_res_t *d, int registered) {
   free(d);
 }
 
+/* This rank's own checks (its message recorded last). */
+static gin_result_t local_args(const gin_devcomm_reqs_t *reqs,
+                               const gin_devcomm_t *dcomm_out,
+                               gin_devcomm_reqs_t *r) {
+  GIN_ARG_CHECK(dcomm_out, "gin_devcomm_create: dcomm_out is NULL");
+  return reqs_resolve(reqs, r);
+}
+
 gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
                                 gin_devcomm_t *dcomm_out) {
   GIN_CHECK(gin_comm_check_(comm, "gin_devcomm_create"));
-  GIN_ARG_CHECK(dcomm_out, "gin_devcomm_create: dcomm_out is NULL");
   gin_devcomm_reqs_t r;
-  /* A rank with bad requirements still joins the collective window
-   * registration below with a NULL pointer, so every rank fails. */
-  gin_result_t res = reqs_resolve(reqs, &r);
+  /* A rank with bad arguments still joins the collective window
+   * registration below with a NULL pointer, so every rank fails at once
+   * (not when the others' waits time out). */
+  gin_result_t res = local_args(reqs, dcomm_out, &r);
   gin_result_t bad = res;
   if (bad != GIN_SUCCESS) r = (gin_devcomm_reqs_t){1, 1, 1, 1};
 
@@ -93,7 +101,7 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
     res_free(comm, d, 0);
     /* Record the rank's own reason again: the collective step above
      * overwrote the message. */
-    return bad != GIN_SUCCESS ? reqs_resolve(reqs, &r) : res;
+    return bad != GIN_SUCCESS ? local_args(reqs, dcomm_out, &r) : res;
   }
   size_t local_bytes =
       sizeof(uint64_t) * ((size_t)r.signals + r.counters + nbar);

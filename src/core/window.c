@@ -221,7 +221,13 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
 gin_result_t gin_window_register(gin_comm_t comm, void *ptr, size_t size,
                                  gin_window_t *win_out) {
   GIN_CHECK(gin_comm_check_(comm, "gin_window_register"));
-  GIN_ARG_CHECK(win_out, "gin_window_register: win_out is NULL");
+  if (!win_out) {
+    /* Still take part (as a rank with a NULL ptr), so the other ranks
+     * fail now instead of waiting for this one until the timeout. */
+    gin_window_t ignored;
+    gin_window_register_(comm, NULL, size, 0, NULL, &ignored);
+    return GIN_ERROR(GIN_ERR_INVALID, "gin_window_register: win_out is NULL");
+  }
   return gin_window_register_(comm, ptr, size, 0, NULL, win_out);
 }
 

@@ -138,19 +138,25 @@ static gin_result_t config_agree(gin_comm_t comm, const gin_ep_config_t *mine,
   return res;
 }
 
+/* This rank's own checks of gin_ep_create's arguments. */
+static gin_result_t create_args(gin_comm_t comm, const gin_ep_config_t *cfg,
+                                const gin_ep_t *ep_out, gin_ep_geom_t *g) {
+  GIN_ARG_CHECK(ep_out, "gin_ep_create: ep_out is NULL");
+  return geom_make(cfg, comm->nranks, comm->rank, g);
+}
+
 gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
                            gin_ep_t *ep_out) {
   GIN_CHECK(gin_comm_check_(comm, "gin_ep_create"));
-  GIN_ARG_CHECK(ep_out, "gin_ep_create: ep_out is NULL");
   gin_ep_geom_t g;
   gin_ep_config_t zero;
   memset(&zero, 0, sizeof zero);
-  gin_result_t local = geom_make(cfg, comm->nranks, comm->rank, &g);
-  /* A rank with a bad configuration still takes part, so all fail. */
+  gin_result_t local = create_args(comm, cfg, ep_out, &g);
+  /* A rank with bad arguments still takes part, so all fail at once. */
   gin_result_t res =
       config_agree(comm, cfg ? cfg : &zero, local == GIN_SUCCESS);
   if (local != GIN_SUCCESS)
-    return geom_make(cfg, comm->nranks, comm->rank, &g); /* its message */
+    return create_args(comm, cfg, ep_out, &g); /* its message */
   GIN_CHECK(res);
 
   gin_ep_t ep = (gin_ep_t)calloc(1, sizeof *ep);

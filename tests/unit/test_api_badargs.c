@@ -231,6 +231,8 @@ CALL(winreg_null_out, gin_window_register(t->world, t->mem, WIN, NULL))
 CALL(winreg_null_ptr, gin_window_register(t->world, NULL, WIN, &t->w))
 CALL(winreg_zero, gin_window_register(t->world, t->mem, 0, &t->w))
 CALL(winreg_huge, gin_window_register(t->world, t->mem, SIZE_MAX, &t->w))
+CALL(winreg_one_null_out,
+     gin_window_register(t->world, t->mem, WIN, t->rank ? &t->w : NULL))
 CALL(winreg_one_null,
      gin_window_register(t->world, t->rank ? t->mem : NULL, WIN, &t->w))
 CALL(windereg_idx,
@@ -248,6 +250,10 @@ static gin_result_t dc_create(ctx_t *t, gin_devcomm_reqs_t r) {
   return gin_devcomm_create(t->world, &r, &t->d);
 }
 CALL(dccreate_null_out, gin_devcomm_create(t->world, NULL, NULL))
+/* Only rank 0's output pointer is NULL: the others must fail at once with
+ * it, not wait for it until the timeout. */
+CALL(dccreate_one_null_out,
+     gin_devcomm_create(t->world, NULL, t->rank ? &t->d : NULL))
 CALL(dccreate_ctx_neg, dc_create(t, reqs(-1, 0, 0, 0)))
 CALL(dccreate_ctx_big, dc_create(t, reqs(65, 0, 0, 0)))
 CALL(dccreate_sig_big, dc_create(t, reqs(0, (1 << 20) + 1, 0, 0)))
@@ -274,6 +280,8 @@ CALL(hint_tokens, hint(t, ep_config(t->nranks, 0, EP_HIDDEN, 0)))
 CALL(hint_hidden, hint(t, ep_config(t->nranks, EP_TOKENS, -1, 0)))
 CALL(hint_fp8, hint(t, ep_config(t->nranks, EP_TOKENS, EP_HIDDEN, 2)))
 CALL(epcreate_null_out, gin_ep_create(t->world, &t->cfg, NULL))
+CALL(epcreate_one_null_out,
+     gin_ep_create(t->world, &t->cfg, t->rank ? &t->ep : NULL))
 CALL(epcreate_null_cfg, gin_ep_create(t->world, NULL, &t->ep))
 static gin_result_t epcreate_tokens(ctx_t *t) {
   gin_ep_config_t c = ep_config(t->nranks, -1, EP_HIDDEN, 0);
@@ -394,6 +402,8 @@ static const bad_case_t cases[] = {
      NULL},
     {"gin_window_register", NUL, winreg_one_null, INV, "rank 0: ptr is NULL",
      "rank 0 failed its part"},
+    {"gin_window_register", NUL, winreg_one_null_out, INV, "win_out is NULL",
+     "rank 0 failed its part"},
     {"gin_window_register", SETUP, setup_win, OK, "", NULL},
     {"gin_window_deregister", NUL, windereg_null, INV,
      "deregister: comm is NULL", NULL},
@@ -412,6 +422,8 @@ static const bad_case_t cases[] = {
      NULL},
     {"gin_devcomm_create", NUL, dccreate_null_out, INV, "dcomm_out is NULL",
      NULL},
+    {"gin_devcomm_create", NUL, dccreate_one_null_out, INV, "dcomm_out is NULL",
+     "rank 0 failed its part"},
     {"gin_devcomm_create", RNG, dccreate_ctx_neg, INV, "contexts -1 outside",
      NULL},
     {"gin_devcomm_create", RNG, dccreate_ctx_big, INV, "contexts 65 outside",
@@ -445,6 +457,8 @@ static const bad_case_t cases[] = {
     {"gin_ep_create", NUL, epcreate_null, INV, "create: comm is NULL", NULL},
     {"gin_ep_create", DEAD, epcreate_dead, ST, "ep_create: communicator", NULL},
     {"gin_ep_create", NUL, epcreate_null_out, INV, "ep_out is NULL", NULL},
+    {"gin_ep_create", NUL, epcreate_one_null_out, INV, "ep_out is NULL",
+     "rank 0's configuration is invalid"},
     {"gin_ep_create", NUL, epcreate_null_cfg, INV, "configuration is NULL",
      NULL},
     {"gin_ep_create", RNG, epcreate_tokens, INV, "max_tokens -1 outside", NULL},
