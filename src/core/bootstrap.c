@@ -66,21 +66,7 @@ struct gin_bs {
   uint32_t seq;         /* collectives so far, checked against the peer */
   int broken;           /* a collective failed: the ring is unusable */
   gin_net_addr_t next_addr, prev_addr;
-  const uint32_t *abort_words[2]; /* nonzero: the owner aborted (or NULL) */
 };
-
-void gin_bs_set_abort(gin_bs_t *bs, const uint32_t *a, const uint32_t *b) {
-  bs->abort_words[0] = a;
-  bs->abort_words[1] = b;
-}
-
-static int bs_aborted(const gin_bs_t *bs) {
-  for (int i = 0; i < 2; i++)
-    if (bs->abort_words[i] &&
-        __atomic_load_n(bs->abort_words[i], __ATOMIC_ACQUIRE))
-      return 1;
-  return 0;
-}
 
 /* ------------------------------------------------------------- wire */
 
@@ -1006,14 +992,8 @@ gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes) {
     struct pollfd pfd[2] = {
         {.fd = want_send ? bs->next_fd : -1, .events = POLLOUT},
         {.fd = want_recv ? bs->prev_fd : -1, .events = POLLIN}};
-    /* Slices of at most 50 ms, so an abort from another thread (or a
-     * peer, through the control pages) ends the wait. */
-    int left = gin_net_poll_timeout_ms(deadline), slice = left;
-    if (bs->abort_words[0] && slice > 50) slice = 50;
-    int np = slice ? poll(pfd, 2, slice) : 0;
-    if (bs_aborted(bs))
-      return bs_coll_fail(&c, GIN_ERR_ABORTED, "the communicator was aborted");
-    if (np == 0 && slice < left) continue;
+    int left = gin_net_poll_timeout_ms(deadline);
+    int np = left ? poll(pfd, 2, left) : 0;
     if (np == 0)
       return bs_coll_fail(&c, GIN_ERR_TIMEOUT, "no progress within %lld ms",
                           (long long)bs->timeout_ms);

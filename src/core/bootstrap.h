@@ -81,10 +81,6 @@ gin_result_t gin_bs_init(const gin_unique_id_t *uid, int rank, int nranks,
  * this rank's contribution. */
 gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes);
 gin_result_t gin_bs_barrier(gin_bs_t *bs);
-/* Collectives also end, with GIN_ERR_ABORTED, once *a or *b (words of the
- * owner's control page, either may be NULL) is nonzero; checked every
- * 50 ms at most. Set once, before any concurrent use. */
-void gin_bs_set_abort(gin_bs_t *bs, const uint32_t *a, const uint32_t *b);
 void gin_bs_destroy(gin_bs_t *bs);
 
 #endif

@@ -263,8 +263,6 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                  res, free_comm);
   c->ctrl = (gin_ctrl_t *)ctrl_host;
   c->ctrl_dev = (gin_ctrl_t *)ctrl_dev;
-  gin_bs_set_abort(c->bs, (const uint32_t *)&c->ctrl->abort,
-                   (const uint32_t *)&c->ctrl->habort);
 
   GIN_CHECK_GOTO(gin_bs_allgather(c->bs, c->peers, sizeof(gin_peer_info_t)),
                  res, free_comm);
