@@ -76,4 +76,33 @@ GIN_HD_FN uint8_t gin_ep_float_to_fp8(float f) {
   return (uint8_t)(sign | v);
 }
 
+/* A dispatch message's payload for one bf16 row of `hidden` channels,
+ * written by the `size` threads of a coop (this one is `rank`): the row
+ * unchanged, or with fp8 the E4M3 bytes [hidden] then one fp32 scale per
+ * 128 channels (amax = max(max |x|, GIN_EP_AMAX_MIN), scale = amax / 448,
+ * q = fp8(x * 448 / amax)). */
+GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
+                                       char *out, int rank, int size) {
+  if (!fp8) {
+    gin_copy_coop(out, (const char *)row, (size_t)hidden * 2, rank, size);
+    return;
+  }
+  float *scales = (float *)(out + hidden);
+  for (int grp = rank; grp < hidden / GIN_EP_FP8_GROUP; grp += size) {
+    const uint16_t *in = row + (size_t)grp * GIN_EP_FP8_GROUP;
+    float amax = 0.0f;
+    for (int c = 0; c < GIN_EP_FP8_GROUP; c++) {
+      float v = gin_ep_bf16_to_float(in[c]);
+      v = v < 0 ? -v : v;
+      amax = v > amax ? v : amax;
+    }
+    amax = amax > GIN_EP_AMAX_MIN ? amax : GIN_EP_AMAX_MIN;
+    float inv = GIN_EP_FP8_MAX / amax;
+    uint8_t *q = (uint8_t *)out + (size_t)grp * GIN_EP_FP8_GROUP;
+    for (int c = 0; c < GIN_EP_FP8_GROUP; c++)
+      q[c] = gin_ep_float_to_fp8(gin_ep_bf16_to_float(in[c]) * inv);
+    scales[grp] = amax / GIN_EP_FP8_MAX;
+  }
+}
+
 #endif

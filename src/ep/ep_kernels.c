@@ -47,28 +47,8 @@ GIN_DEVICE_FN void ep_pack(const gin_ep_args_t *a, int t, int k) {
     int32_t h[4] = {t, k, g->me, 0};
     memcpy(m, h, sizeof h);
   }
-  char *p = m + GIN_EP_HEADER;
-  if (!g->fp8) {
-    gin_copy_coop(p, (const char *)row, (size_t)g->H * 2, gin_thread_idx(),
-                  gin_block_dim());
-    return;
-  }
-  float *scales = (float *)(p + g->H);
-  EP_FOR_THREADS(grp, g->H / GIN_EP_FP8_GROUP) {
-    const uint16_t *in = row + (size_t)grp * GIN_EP_FP8_GROUP;
-    float amax = 0.0f;
-    for (int c = 0; c < GIN_EP_FP8_GROUP; c++) {
-      float v = gin_ep_bf16_to_float(in[c]);
-      v = v < 0 ? -v : v;
-      amax = v > amax ? v : amax;
-    }
-    amax = amax > GIN_EP_AMAX_MIN ? amax : GIN_EP_AMAX_MIN;
-    float inv = GIN_EP_FP8_MAX / amax;
-    uint8_t *q = (uint8_t *)p + (size_t)grp * GIN_EP_FP8_GROUP;
-    for (int c = 0; c < GIN_EP_FP8_GROUP; c++)
-      q[c] = gin_ep_float_to_fp8(gin_ep_bf16_to_float(in[c]) * inv);
-    scales[grp] = amax / GIN_EP_FP8_MAX;
-  }
+  gin_ep_pack_payload(row, g->H, g->fp8, m + GIN_EP_HEADER, gin_thread_idx(),
+                      gin_block_dim());
 }
 
 /* Send phase of dispatch: block b owns experts b, b + grid, ...; for each

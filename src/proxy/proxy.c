@@ -63,6 +63,7 @@ struct gin_proxy {
   int next_thread;         /* round-robin ring assignment */
   int stop;
   int busy;
+  int trace; /* GIN_DEBUG=TRACE for PROXY, read once: no call per descriptor */
   const gin_transport_ops_t *ops[GIN_TRANSPORT_MAX];
   void *state[GIN_TRANSPORT_MAX];
 };
@@ -242,7 +243,8 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r,
     gin_desc_t d = *slot;
     gin_xfer_t x;
     char msg[200];
-    GIN_TRACE(PROXY,
+    if (px->trace)
+      gin_log(GIN_LOG_TRACE, GIN_SUB_PROXY, __FILE__, __LINE__,
               "rank %d: context %d descriptor %llu: op %u peer %d signal %d "
               "(action %u, value %llu) %llu bytes",
               c->rank, r->ctx, (unsigned long long)r->next, d.op, d.peer,
@@ -426,6 +428,7 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
                                           : (int)nt;
   int64_t busy = param_busy_poll();
   px->busy = busy < 0 ? gin_arch_proxy_busy_poll_default() : busy != 0;
+  px->trace = gin_log_enabled(GIN_LOG_TRACE, GIN_SUB_PROXY);
   gin_result_t res = GIN_SUCCESS;
   uint8_t *use = (uint8_t *)calloc((size_t)c->nranks, 1);
   if (!use) {

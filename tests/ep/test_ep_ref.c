@@ -18,17 +18,8 @@
 #include "ep/ep_format.h"
 #include "ep_ref.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#define UNIT_CHECK_NO_GIN
+#include "unit_check.h"
 
 static uint64_t rng_s = 12345;
 static uint64_t rnd(void) {

@@ -14,17 +14,8 @@
 
 #include "perf/floors_host.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#define UNIT_CHECK_NO_GIN
+#include "unit_check.h"
 
 /* Open descriptors of this process, or -1 without /proc. */
 static int count_fds(void) {

@@ -48,6 +48,7 @@
 
 #include "ep/ep_format.h"
 #include "ep_baseline.h"
+#include "perf/perf_target.h"
 
 #define BL_THREADS 256
 #define BL_HEADER 16 /* bytes of a message's header, as gin EP's */
@@ -57,44 +58,6 @@
 
 /* Host memory another process on this host maps (memfd, opened through
  * /proc/<pid>/fd): blob holds the pid and fd. */
-static void *bl_memfd_alloc(size_t n, unsigned char blob[64]) {
-  int fd = memfd_create("gin-ep-baseline", MFD_CLOEXEC), pid = (int)getpid();
-  memset(blob, 0, 64);
-  if (fd < 0) return NULL;
-  if (ftruncate(fd, (off_t)n) != 0) {
-    close(fd);
-    return NULL;
-  }
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    close(fd);
-    return NULL;
-  }
-  memcpy(blob, &pid, sizeof pid);
-  memcpy(blob + sizeof pid, &fd, sizeof fd);
-  return p;
-}
-static void *bl_memfd_map(const unsigned char blob[64], size_t n) {
-  int pid, fd;
-  char path[64];
-  memcpy(&pid, blob, sizeof pid);
-  memcpy(&fd, blob + sizeof pid, sizeof fd);
-  snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
-  int f = open(path, O_RDWR | O_CLOEXEC);
-  if (f < 0) return NULL;
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-  close(f);
-  return p == MAP_FAILED ? NULL : p;
-}
-static void bl_memfd_free(void *p, size_t n, const unsigned char blob[64]) {
-  int fd;
-  memcpy(&fd, blob + sizeof(int), sizeof fd);
-  if (p) {
-    munmap(p, n);
-    close(fd);
-  }
-}
-
 #if GIN_ARCH_CUDA
 typedef cudaStream_t bl_stream_t;
 static int bl_cuda(cudaError_t e, const char *what) {
@@ -162,40 +125,6 @@ static int bl_max_grid(void) {
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   return 2 * sms;
 }
-/* Device memory the other ranks map (CUDA IPC). */
-static void *bl_shared_alloc(size_t n, unsigned char blob[64]) {
-  cudaIpcMemHandle_t h;
-  memset(blob, 0, 64);
-  void *p = bl_dev_alloc(n);
-  if (!p) return NULL;
-  if (bl_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize") ||
-      bl_cuda(cudaIpcGetMemHandle(&h, p), "cudaIpcGetMemHandle")) {
-    cudaFree(p);
-    return NULL;
-  }
-  memcpy(blob, &h, sizeof h < 64 ? sizeof h : 64);
-  return p;
-}
-static void *bl_shared_map(const unsigned char blob[64], size_t n) {
-  cudaIpcMemHandle_t h;
-  void *p = NULL;
-  (void)n;
-  memset(&h, 0, sizeof h);
-  memcpy(&h, blob, sizeof h < 64 ? sizeof h : 64);
-  if (bl_cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
-              "cudaIpcOpenMemHandle"))
-    return NULL;
-  return p;
-}
-static void bl_shared_unmap(void *p, size_t n) {
-  (void)n;
-  if (p) cudaIpcCloseMemHandle(p);
-}
-static void bl_shared_free(void *p, size_t n, const unsigned char blob[64]) {
-  (void)n;
-  (void)blob;
-  bl_dev_free(p);
-}
 #else
 typedef void *bl_stream_t;
 static void *bl_dev_alloc(size_t n) { return calloc(1, n); }
@@ -237,18 +166,6 @@ static int bl_event_wait(bl_event_t e) {
   return 0;
 }
 static int bl_max_grid(void) { return 8; /* blocks are CPU threads */ }
-static void *bl_shared_alloc(size_t n, unsigned char blob[64]) {
-  return bl_memfd_alloc(n, blob);
-}
-static void *bl_shared_map(const unsigned char blob[64], size_t n) {
-  return bl_memfd_map(blob, n);
-}
-static void bl_shared_unmap(void *p, size_t n) {
-  if (p) munmap(p, n);
-}
-static void bl_shared_free(void *p, size_t n, const unsigned char blob[64]) {
-  bl_memfd_free(p, n, blob);
-}
 #endif
 
 /* ------------------------------------------------------ kernel args */
@@ -334,27 +251,7 @@ GIN_DEVICE_FN void bl_pack(const bl_args_t *a, int i, int p) {
     int32_t h[4] = {t, k, a->me, 0};
     memcpy(m, h, sizeof h);
   }
-  char *q = m + BL_HEADER;
-  if (!a->fp8) {
-    gin_copy_coop(q, (const char *)row, (size_t)a->H * 2, lane, BL_LANES);
-    return;
-  }
-  float *scales = (float *)(q + a->H);
-  for (int grp = lane; grp < a->H / GIN_EP_FP8_GROUP; grp += BL_LANES) {
-    const uint16_t *in = row + (size_t)grp * GIN_EP_FP8_GROUP;
-    float amax = 0.0f;
-    for (int c = 0; c < GIN_EP_FP8_GROUP; c++) {
-      float v = gin_ep_bf16_to_float(in[c]);
-      v = v < 0 ? -v : v;
-      amax = v > amax ? v : amax;
-    }
-    amax = amax > GIN_EP_AMAX_MIN ? amax : GIN_EP_AMAX_MIN;
-    float inv = GIN_EP_FP8_MAX / amax;
-    uint8_t *o = (uint8_t *)q + (size_t)grp * GIN_EP_FP8_GROUP;
-    for (int c = 0; c < GIN_EP_FP8_GROUP; c++)
-      o[c] = gin_ep_float_to_fp8(gin_ep_bf16_to_float(in[c]) * inv);
-    scales[grp] = amax / GIN_EP_FP8_MAX;
-  }
+  gin_ep_pack_payload(row, a->H, a->fp8, m + BL_HEADER, lane, BL_LANES);
 }
 
 /* Layout: checks the routing (tokens spread over the grid), then block b
@@ -695,11 +592,11 @@ static int bl_alloc(ep_baseline_t *b) {
   b->off_crecv[0] = bl_align((size_t)R * b->cap * b->msg);
   b->off_crecv[1] = b->off_crecv[0] + bl_align(MK * row);
   b->shared_bytes = b->off_crecv[1] + bl_align(MK * row);
-  b->shared = (char *)bl_shared_alloc(b->shared_bytes, b->shared_blob);
+  b->shared = (char *)perf_shared_alloc(b->shared_bytes, b->shared_blob);
   b->slot_bytes = 64 + (size_t)(E + 1) * 4;
   b->slot_bytes = (b->slot_bytes + 63) / 64 * 64;
   b->board_bytes = 2 * b->slot_bytes;
-  b->board = (char *)bl_memfd_alloc(b->board_bytes, b->board_blob);
+  b->board = (char *)perf_memfd_alloc(b->board_bytes, b->board_blob);
 
   size_t off = 0;
   size_t o_staging = bl_carve(&off, MK * b->msg);
@@ -767,15 +664,15 @@ static int bl_alloc(ep_baseline_t *b) {
  * (mapped), waits for every rank to unmap before freeing its own. */
 static void bl_release(ep_baseline_t *b, int mapped) {
   for (int r = 0; b->peer && r < b->R; r++)
-    if (r != b->me) bl_shared_unmap(b->peer[r], b->shared_bytes);
+    if (r != b->me) perf_shared_unmap(b->peer[r], b->shared_bytes);
   for (int r = 0; b->peer_board && r < b->R; r++)
     if (r != b->me && b->peer_board[r])
       munmap(b->peer_board[r], b->board_bytes);
   if (mapped) gin_comm_barrier(b->comm);
   if (b->event_made) bl_event_free(b->counted);
   if (b->stream_made) bl_stream_free(b->stream);
-  bl_shared_free(b->shared, b->shared_bytes, b->shared_blob);
-  bl_memfd_free(b->board, b->board_bytes, b->board_blob);
+  perf_shared_free(b->shared, b->shared_bytes, b->shared_blob);
+  perf_memfd_free(b->board, b->board_bytes, b->board_blob);
   bl_dev_free(b->dev);
   bl_pinned_free(b->h_cnt);
   bl_pinned_free(b->h_meta);
@@ -908,8 +805,9 @@ int ep_baseline_create(gin_comm_t comm, const gin_ep_config_t *cfg,
       b->peer_board[r] = b->board;
       continue;
     }
-    b->peer[r] = (char *)bl_shared_map(info[r].shared_blob, b->shared_bytes);
-    b->peer_board[r] = (char *)bl_memfd_map(info[r].board_blob, b->board_bytes);
+    b->peer[r] = (char *)perf_shared_map(info[r].shared_blob, b->shared_bytes);
+    b->peer_board[r] =
+        (char *)perf_memfd_map(info[r].board_blob, b->board_bytes);
     if (!b->peer[r] || !b->peer_board[r]) {
       fprintf(stderr, "ep_baseline_create: rank %d: cannot map rank %d's %s\n",
               me, r, b->peer[r] ? "board" : "receive buffers");

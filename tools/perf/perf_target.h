@@ -26,12 +26,18 @@ static inline double perf_now_us(void) {
  * through /proc/<pid>/fd): blob holds the pid and fd. */
 static inline void *perf_memfd_alloc(size_t n, unsigned char blob[64]) {
   int fd = memfd_create("gin-perf", MFD_CLOEXEC), pid = (int)getpid();
-  if (fd < 0 || ftruncate(fd, (off_t)n) != 0) return NULL;
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   memset(blob, 0, 64);
+  if (fd < 0) return NULL;
+  void *p = ftruncate(fd, (off_t)n) == 0
+                ? mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
+  if (p == MAP_FAILED) {
+    close(fd);
+    return NULL;
+  }
   memcpy(blob, &pid, sizeof pid);
   memcpy(blob + sizeof pid, &fd, sizeof fd);
-  return p == MAP_FAILED ? NULL : p;
+  return p;
 }
 static inline void *perf_memfd_map(const unsigned char blob[64], size_t n) {
   int pid, fd;
@@ -49,8 +55,10 @@ static inline void perf_memfd_free(void *p, size_t n,
                                    const unsigned char blob[64]) {
   int fd;
   memcpy(&fd, blob + sizeof(int), sizeof fd);
-  if (p) munmap(p, n);
-  close(fd);
+  if (p) { /* a failed allocation closed its descriptor already */
+    munmap(p, n);
+    close(fd);
+  }
 }
 
 #if GIN_ARCH_CUDA
