@@ -179,41 +179,34 @@ static int ranges_overlap(uintptr_t a, size_t na, uintptr_t b, size_t nb) {
   return a < b + nb && b < a + na;
 }
 
-/* Whether a copy to dst (from src, if a put's source) must go after the
- * collected group: copies within one submission run in no particular
- * order. The spans answer most calls without looking at each copy. */
-static int lane_conflicts(const ipc_lane_t *l, uintptr_t dst, uintptr_t src,
-                          size_t n) {
+/* What the collected group means for a copy to [dst, dst+n) (from src,
+ * if a put's source), in one look: `match`, the copy writing exactly
+ * those bytes (or l->ncopies); `raw`, whether the group writes what src
+ * reads; `conflict`, whether the copy must go after the group (copies of
+ * one submission run in no particular order). The spans answer most
+ * calls without looking at each copy. */
+typedef struct lane_scan {
+  size_t match;
+  int raw, conflict;
+} lane_scan_t;
+
+static lane_scan_t lane_scan(const ipc_lane_t *l, uintptr_t dst, uintptr_t src,
+                             size_t n) {
+  lane_scan_t r = {l->ncopies, 0, 0};
   int waw = l->dlo < l->dhi && ranges_overlap(dst, n, l->dlo, l->dhi - l->dlo);
   int war = l->slo < l->shi && ranges_overlap(dst, n, l->slo, l->shi - l->slo);
   int raw =
       src && l->dlo < l->dhi && ranges_overlap(src, n, l->dlo, l->dhi - l->dlo);
-  if (!waw && !war && !raw) return 0;
+  if (!waw && !war && !raw) return r;
   for (size_t i = 0; i < l->ncopies; i++) {
-    uintptr_t d = (uintptr_t)l->dst[i], r = (uintptr_t)l->src[i];
-    if (ranges_overlap(d, l->size[i], dst, n) ||        /* write after write */
-        ranges_overlap(r, l->size[i], dst, n) ||        /* write after read */
-        (src && ranges_overlap(d, l->size[i], src, n))) /* read after write */
-      return 1;
+    uintptr_t d = (uintptr_t)l->dst[i], s = (uintptr_t)l->src[i];
+    int w = ranges_overlap(d, l->size[i], dst, n);         /* after write */
+    int rd = src && ranges_overlap(d, l->size[i], src, n); /* read after */
+    if (r.match == l->ncopies && d == dst && l->size[i] == n) r.match = i;
+    r.raw |= rd;
+    r.conflict |= w || ranges_overlap(s, l->size[i], dst, n) || rd;
   }
-  return 0;
-}
-
-/* The collected copy writing exactly [d, d+n), or l->ncopies if none. */
-static size_t lane_find(const ipc_lane_t *l, uintptr_t d, size_t n) {
-  if (l->dlo > d || l->dhi < d + n) return l->ncopies;
-  for (size_t i = 0; i < l->ncopies; i++)
-    if ((uintptr_t)l->dst[i] == d && l->size[i] == n) return i;
-  return l->ncopies;
-}
-
-/* Whether the collected group writes any of [p, p+n). */
-static int lane_writes(const ipc_lane_t *l, uintptr_t p, size_t n) {
-  if (!(l->dlo < l->dhi && ranges_overlap(p, n, l->dlo, l->dhi - l->dlo)))
-    return 0;
-  for (size_t i = 0; i < l->ncopies; i++)
-    if (ranges_overlap((uintptr_t)l->dst[i], l->size[i], p, n)) return 1;
-  return 0;
+  return r;
 }
 
 static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
@@ -250,10 +243,10 @@ static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
      * which a direct put racing the reader could show too). No collected
      * copy reads those bytes (it would have split the group), so only
      * the new source must not read what the group writes. */
-    size_t i = lane_find(l, d, n);
-    if (i == l->ncopies || (src && lane_writes(l, src, n))) {
-      if (l->ncopies == IPC_BATCH || lane_conflicts(l, d, src, n))
-        GIN_CHECK(lane_submit(l));
+    lane_scan_t sc = lane_scan(l, d, src, n);
+    size_t i = sc.match;
+    if (i == l->ncopies || sc.raw) {
+      if (l->ncopies == IPC_BATCH || sc.conflict) GIN_CHECK(lane_submit(l));
       i = l->ncopies++;
     }
     l->dst[i] = dst;
