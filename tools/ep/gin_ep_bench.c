@@ -270,6 +270,17 @@ static void timing(impl_t *m, dev_in_t *d, const opts_t *o, gin_comm_t comm,
   free(tc);
 }
 
+/* The sum of v over the R ranks (collective). */
+static long sum_over_ranks(gin_comm_t comm, int R, long v) {
+  long total = 0;
+  long *each = (long *)calloc((size_t)R, sizeof(long));
+  CK(gin_comm_allgather(comm, &v, each, sizeof v));
+  for (int r = 0; r < R; r++)
+    total += each[r];
+  free(each);
+  return total;
+}
+
 int main(int argc, char **argv) {
   opts_t o;
   parse(argc, argv, &o);
@@ -343,12 +354,7 @@ int main(int argc, char **argv) {
   int failed = 0;
   for (int i = 0; i < nimpl; i++) {
     long bad = check(&impls[i], &d, &o, me, R, all, &want, want_out, comm);
-    long total = 0;
-    long *each = (long *)calloc((size_t)R, sizeof(long));
-    CK(gin_comm_allgather(comm, &bad, each, sizeof bad));
-    for (int r = 0; r < R; r++)
-      total += each[r];
-    free(each);
+    long total = sum_over_ranks(comm, R, bad);
     if (me == 0)
       printf("# %s: dispatch and combine %s the CPU reference on all %d ranks "
              "(dispatch exact, combine within |d| <= |ref|/128 + 1e-3)\n",
@@ -357,12 +363,7 @@ int main(int argc, char **argv) {
 #if GIN_ARCH_CUDA
     if (impls[i].ep) {
       long g = graph_replay(impls[i].ep, &d, &o, R, &want, want_out, comm, 3);
-      long gt = 0;
-      long *each = (long *)calloc((size_t)R, sizeof(long));
-      CK(gin_comm_allgather(comm, &g, each, sizeof g));
-      for (int r = 0; r < R; r++)
-        gt += each[r];
-      free(each);
+      long gt = sum_over_ranks(comm, R, g);
       if (me == 0)
         printf("# gin: a dispatch + combine step captured in a CUDA graph and "
                "replayed 3 times %s\n",
