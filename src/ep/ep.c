@@ -20,9 +20,10 @@ struct gin_ep {
   gin_devcomm_t dc;
   gin_ep_recv_t r;
   int32_t *src_k;
-  void *outputs; /* one allocation behind r's arrays and src_k */
-  int set_next;  /* buffer set of the next dispatch */
-  int set_cur;   /* buffer set of the last completed dispatch, -1 none */
+  void *outputs;     /* one allocation behind r's arrays and src_k */
+  uint64_t *scratch; /* [E + 1] dispatch counters, zero between launches */
+  int set_next;      /* buffer set of the next dispatch */
+  int set_cur;       /* buffer set of the last completed dispatch, -1 none */
   int last_T;
   int dispatch_sent, combine_sent; /* send phase issued, receive not yet */
 };
@@ -63,7 +64,7 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
   g->msg = align_up(GIN_EP_HEADER + payload, 16);
   size_t off = 0;
   g->off_send = off;
-  off = align_up(off + (size_t)g->M * g->K * g->msg, 256);
+  off = align_up(off + (size_t)g->M * g->msg, 256);
   g->off_recv = off;
   off = align_up(off + 2 * (size_t)g->L * g->R * g->M * g->msg, 256);
   g->off_csend = off;
@@ -79,17 +80,20 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
 }
 
 /* Bytes of the output arrays (x, scales, src_rank, src_token, src_k,
- * count, layout), each 256-aligned. */
+ * count, layout) and the dispatch's scratch counters, each 256-aligned. */
+#define EP_NARRAYS 8
 static size_t outputs_bytes(const gin_ep_geom_t *g, size_t *offs) {
   size_t slots = (size_t)g->L * g->R * g->M, off = 0;
-  size_t sizes[7] = {slots * (size_t)g->H * (g->fp8 ? 1 : 2),
-                     g->fp8 ? slots * (size_t)(g->H / GIN_EP_FP8_GROUP) * 4 : 0,
-                     slots * 4,
-                     slots * 4,
-                     slots * 4,
-                     (size_t)g->L * 4,
-                     (size_t)g->L * g->R * 2 * 4};
-  for (int i = 0; i < 7; i++) {
+  size_t sizes[EP_NARRAYS] = {
+      slots * (size_t)g->H * (g->fp8 ? 1 : 2),
+      g->fp8 ? slots * (size_t)(g->H / GIN_EP_FP8_GROUP) * 4 : 0,
+      slots * 4,
+      slots * 4,
+      slots * 4,
+      (size_t)g->L * 4,
+      (size_t)g->L * g->R * 2 * 4,
+      ((size_t)g->E + 1) * 8};
+  for (int i = 0; i < EP_NARRAYS; i++) {
     offs[i] = off;
     off = align_up(off + sizes[i], 256);
   }
@@ -102,7 +106,7 @@ gin_result_t gin_ep_size_hint(const gin_ep_config_t *cfg, int nranks,
   GIN_ARG_CHECK(nranks >= 1, "gin_ep_size_hint: nranks %d < 1", nranks);
   gin_ep_geom_t g;
   GIN_CHECK(geom_make(cfg, nranks, 0, &g));
-  size_t offs[7];
+  size_t offs[EP_NARRAYS];
   *bytes_out = g.win_bytes + outputs_bytes(&g, offs);
   return GIN_SUCCESS;
 }
@@ -180,7 +184,7 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   reqs.barriers = 1;
   GIN_CHECK_GOTO(gin_devcomm_create(comm, &reqs, &ep->dc), res, deregister);
 
-  size_t offs[7], bytes = outputs_bytes(&g, offs);
+  size_t offs[EP_NARRAYS], bytes = outputs_bytes(&g, offs);
   GIN_CHECK_GOTO(gin_mem_alloc(bytes, &ep->outputs), res, destroy_dc);
   char *o = (char *)ep->outputs;
   ep->r.x = o + offs[0];
@@ -190,6 +194,9 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->src_k = (int32_t *)(o + offs[4]);
   ep->r.count = (int32_t *)(o + offs[5]);
   ep->r.layout = (int32_t *)(o + offs[6]);
+  ep->scratch = (uint64_t *)(o + offs[7]);
+  GIN_CHECK_GOTO(gin_mem_set(ep->scratch, 0, ((size_t)g.E + 1) * 8), res,
+                 free_outputs);
   ep->r.local_experts = g.L;
   ep->r.ranks = g.R;
   ep->r.slots_per_expert = g.R * g.M;
@@ -201,6 +208,8 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   *ep_out = ep;
   return GIN_SUCCESS;
 
+free_outputs:
+  gin_mem_free(ep->outputs);
 destroy_dc:
   gin_devcomm_destroy(comm, &ep->dc);
 deregister:
@@ -233,6 +242,7 @@ static void args_make(gin_ep_t ep, int set, int T, gin_ep_args_t *a) {
   a->base = (char *)ep->win.local;
   a->r = ep->r;
   a->src_k = ep->src_k;
+  a->scratch = ep->scratch;
 }
 
 gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,

@@ -2,12 +2,16 @@
  * EP internals shared by the host side (ep.c, C) and the kernels
  * (ep_kernels.c, built as C for the host target and as CUDA for the cuda
  * target). One window per buffer holds, at symmetric offsets:
- *   send   [M][K] messages          (dispatch sources)
+ *   send   [M] messages             (dispatch sources: one payload per
+ *                                     token, cast once; headers unused)
  *   recv   [2][L][R][M] messages    (dispatch arrivals, two sets)
  *   csend  [L][R * M][H] bf16       (combine sources)
  *   crecv  [2][M][K][H] bf16        (combine arrivals, two sets)
- * A message: int32 token, top-k slot, source rank, pad; then the payload
+ * A received message: int32 token, top-k slot (one 8-byte put), 8 bytes
+ * unused; then the payload
  * (fp8 bytes [H] + fp32 scales [H / 128], or bf16 [H]), padded to 16.
+ * A token's slot at an expert is the number of earlier tokens of its
+ * rank routed there, so arrivals sit in token order.
  * Signals: dispatch (set, local expert, source) at the expert's rank,
  * added count + 1 after the tokens; combine (set) at the token's rank,
  * incremented by every returning token.
@@ -38,8 +42,10 @@ typedef struct gin_ep_args {
   const float *weights;
   const uint16_t *y;
   uint16_t *out;
-  gin_ep_recv_t r; /* output arrays */
-  int32_t *src_k;  /* [L][R * M] top-k slot of each received token */
+  gin_ep_recv_t r;   /* output arrays */
+  int32_t *src_k;    /* [L][R * M] top-k slot of each received token */
+  uint64_t *scratch; /* [E] tokens per expert, then warps done: dispatch
+                        send only, zero between launches */
 } gin_ep_args_t;
 
 #ifdef __cplusplus
@@ -54,8 +60,8 @@ gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream);
 }
 #endif
 
-GIN_HD_FN size_t gin_ep_send_off(const gin_ep_geom_t *g, int t, int k) {
-  return g->off_send + ((size_t)t * (size_t)g->K + (size_t)k) * g->msg;
+GIN_HD_FN size_t gin_ep_send_off(const gin_ep_geom_t *g, int t) {
+  return g->off_send + (size_t)t * g->msg;
 }
 GIN_HD_FN size_t gin_ep_recv_off(const gin_ep_geom_t *g, int set, int le,
                                  int src, int slot) {

@@ -77,31 +77,53 @@ GIN_HD_FN uint8_t gin_ep_float_to_fp8(float f) {
 }
 
 /* A dispatch message's payload for one bf16 row of `hidden` channels,
- * written by the `size` threads of a coop (this one is `rank`): the row
- * unchanged, or with fp8 the E4M3 bytes [hidden] then one fp32 scale per
- * 128 channels (amax = max(max |x|, GIN_EP_AMAX_MIN), scale = amax / 448,
- * q = fp8(x * 448 / amax)). */
+ * written by a THREAD or WARP coop: the row unchanged, or with fp8 the
+ * E4M3 bytes [hidden] then one fp32 scale per 128 channels
+ * (amax = max(max |x|, GIN_EP_AMAX_MIN), scale = amax / 448,
+ * q = fp8(x * 448 / amax)). Each thread casts 4 channels of a group at a
+ * time; the coop reduces the group's amax. */
 GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
-                                       char *out, int rank, int size) {
+                                       char *out, gin_coop_t coop) {
+  int rank = gin_coop_rank(coop), size = gin_coop_size(coop);
   if (!fp8) {
     gin_copy_coop(out, (const char *)row, (size_t)hidden * 2, rank, size);
     return;
   }
   float *scales = (float *)(out + hidden);
-  for (int grp = rank; grp < hidden / GIN_EP_FP8_GROUP; grp += size) {
+  int vec = (((uintptr_t)row | (uintptr_t)out) & 7) == 0;
+  for (int grp = 0; grp < hidden / GIN_EP_FP8_GROUP; grp++) {
     const uint16_t *in = row + (size_t)grp * GIN_EP_FP8_GROUP;
+    uint8_t *q = (uint8_t *)out + (size_t)grp * GIN_EP_FP8_GROUP;
     float amax = 0.0f;
-    for (int c = 0; c < GIN_EP_FP8_GROUP; c++) {
-      float v = gin_ep_bf16_to_float(in[c]);
-      v = v < 0 ? -v : v;
-      amax = v > amax ? v : amax;
+    for (int c = 4 * rank; c < GIN_EP_FP8_GROUP; c += 4 * size) {
+      uint16_t v[4];
+      if (vec) {
+        uint64_t w8 = *(const uint64_t *)(in + c);
+        memcpy(v, &w8, 8); /* little endian: channel c first */
+      } else
+        for (int j = 0; j < 4; j++)
+          v[j] = in[c + j];
+      for (int j = 0; j < 4; j++) {
+        float f = gin_ep_bf16_to_float(v[j]);
+        f = f < 0 ? -f : f;
+        amax = f > amax ? f : amax;
+      }
     }
+    amax = gin_coop_max_f32(coop, amax);
     amax = amax > GIN_EP_AMAX_MIN ? amax : GIN_EP_AMAX_MIN;
     float inv = GIN_EP_FP8_MAX / amax;
-    uint8_t *q = (uint8_t *)out + (size_t)grp * GIN_EP_FP8_GROUP;
-    for (int c = 0; c < GIN_EP_FP8_GROUP; c++)
-      q[c] = gin_ep_float_to_fp8(gin_ep_bf16_to_float(in[c]) * inv);
-    scales[grp] = amax / GIN_EP_FP8_MAX;
+    for (int c = 4 * rank; c < GIN_EP_FP8_GROUP; c += 4 * size) {
+      uint32_t w = 0;
+      for (int j = 0; j < 4; j++)
+        w |=
+            (uint32_t)gin_ep_float_to_fp8(gin_ep_bf16_to_float(in[c + j]) * inv)
+            << (8 * j);
+      if (vec)
+        *(uint32_t *)(q + c) = w;
+      else
+        memcpy(q + c, &w, 4); /* little endian: channel c first */
+    }
+    if (rank == 0) scales[grp] = amax / GIN_EP_FP8_MAX;
   }
 }
 

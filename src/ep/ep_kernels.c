@@ -38,121 +38,199 @@ GIN_DEVICE_FN int ep_routing_bad(const gin_ep_args_t *a) {
   return gin_coop_rc(GIN_COOP_BLOCK, -bad) != 0;
 }
 
-/* Writes token t's message for top-k slot k into the send area. */
-GIN_DEVICE_FN void ep_pack(const gin_ep_args_t *a, int t, int k) {
-  const gin_ep_geom_t *g = &a->g;
-  char *m = a->base + gin_ep_send_off(g, t, k);
-  const uint16_t *row = a->x + (size_t)t * (size_t)g->H;
-  if (gin_thread_idx() == 0) {
-    int32_t h[4] = {t, k, g->me, 0};
-    memcpy(m, h, sizeof h);
-  }
-  gin_ep_pack_payload(row, g->H, g->fp8, m + GIN_EP_HEADER, gin_thread_idx(),
-                      gin_block_dim());
+/* Warps of the grid: this thread's warp, their number, its lane. On the
+ * host target a warp is one thread (every coop has size 1). */
+#define EP_WARP GIN_COOP_WARP
+GIN_DEVICE_FN int ep_lane(void) { return gin_coop_rank(EP_WARP); }
+GIN_DEVICE_FN int ep_warps_per_block(void) {
+  return gin_block_dim() / gin_coop_size(EP_WARP);
+}
+GIN_DEVICE_FN int ep_warp_in_block(void) {
+  return gin_thread_idx() / gin_coop_size(EP_WARP);
+}
+GIN_DEVICE_FN int ep_warp(void) {
+  return gin_block_idx() * ep_warps_per_block() + ep_warp_in_block();
+}
+GIN_DEVICE_FN int ep_nwarps(void) {
+  return gin_grid_dim() * ep_warps_per_block();
 }
 
-/* Send phase of dispatch: block b owns experts b, b + grid, ...; for each
- * it sends the routed tokens in (token, k) order to consecutive slots at
- * the expert's rank, then adds count + 1 to the (set, expert, me) signal
- * on the same context (so it lands after the tokens). */
+/* slots[k] = how many tokens before t are routed to token t's k-th
+ * expert: its slot there (arrivals in token order). One warp. */
+GIN_DEVICE_FN void ep_slots(const gin_ep_args_t *a, int t, int *slots) {
+  const int K = a->g.K;
+  const int32_t *mine = a->topk + (size_t)t * (size_t)K;
+  int lane = ep_lane(), n = gin_coop_size(EP_WARP);
+  for (int k0 = 0; k0 < K; k0 += 8) { /* eight experts per pass */
+    int32_t e[8];
+    uint32_t c[8];
+    for (int j = 0; j < 8; j++) {
+      e[j] = k0 + j < K ? mine[k0 + j] : -1;
+      c[j] = 0;
+    }
+    for (int i = lane; i < t * K; i += n) {
+      int32_t v = a->topk[i];
+      for (int j = 0; j < 8; j++)
+        c[j] += v >= 0 && v == e[j];
+    }
+    for (int j = 0; j < 8 && k0 + j < K; j++)
+      slots[k0 + j] = (int)gin_coop_sum_u32(EP_WARP, c[j]);
+  }
+}
+
+/* Sends token t (one warp): casts its row once into its send slot, then
+ * for every routed expert puts the (token, k) header and the payload to
+ * the token's slot at the expert's rank, and counts the token there. */
+GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
+  const gin_ep_geom_t *g = &a->g;
+  const gin_devcomm_t *dc = &a->dc;
+  gin_team_t world = gin_team_world(dc);
+  size_t soff = gin_ep_send_off(g, t);
+  gin_ep_pack_payload(a->x + (size_t)t * (size_t)g->H, g->H, g->fp8,
+                      a->base + soff + GIN_EP_HEADER, EP_WARP);
+  int slots[32];
+  ep_slots(a, t, slots);
+  for (int k = 0; k < g->K; k++) {
+    int e = a->topk[(size_t)t * (size_t)g->K + (size_t)k];
+    if (e < 0) continue;
+    int dst = e / g->L, ctx = dst % dc->nctx;
+    size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, slots[k]);
+    int rc = gin_put_value(dc, ctx, world, dst, a->win, roff,
+                           (uint64_t)(uint32_t)t | (uint64_t)k << 32, 8,
+                           gin_remote_none(), EP_WARP);
+    if (rc == GIN_SUCCESS)
+      rc = gin_put(dc, ctx, world, dst, a->win, roff + GIN_EP_HEADER, a->win,
+                   soff + GIN_EP_HEADER, g->msg - GIN_EP_HEADER,
+                   gin_remote_none(), gin_local_none(), EP_WARP);
+    if (rc) return rc;
+    if (ep_lane() == 0) gin_fetch_add_relaxed_u64(&a->scratch[e], 1);
+  }
+  return GIN_SUCCESS;
+}
+
+/* Send phase of dispatch: warp w sends tokens w, w + warps, ... The last
+ * warp to finish (counted in scratch[E]) adds count + 1 to every
+ * expert's (set, expert, me) signal, on the context of the expert's rank
+ * (after the tokens there), and zeroes the counters for the next launch. */
 GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
   if (ep_routing_bad(&args)) return;
-  gin_team_t world = gin_team_world(dc);
-  for (int e = gin_block_idx(); e < g->E; e += gin_grid_dim()) {
-    int dst = e / g->L, le = e % g->L, ctx = dst % dc->nctx, count = 0;
-    for (int t = 0; t < args.T; t++)
-      for (int k = 0; k < g->K; k++) {
-        if (args.topk[(size_t)t * (size_t)g->K + (size_t)k] != e) continue;
-        ep_pack(&args, t, k);
-        if (gin_put(dc, ctx, world, dst, args.win,
-                    gin_ep_recv_off(g, args.set, le, g->me, count), args.win,
-                    gin_ep_send_off(g, t, k), g->msg, gin_remote_none(),
-                    gin_local_none(), GIN_COOP_BLOCK))
-          return;
-        count++;
-      }
-    if (gin_signal(dc, ctx, world, dst,
-                   gin_remote_signal_add(gin_ep_dsig(g, args.set, le, g->me),
-                                         (uint64_t)count + 1),
-                   GIN_COOP_BLOCK))
-      return;
+  for (int t = ep_warp(); t < args.T; t += ep_nwarps())
+    if (ep_send_token(&args, t)) return;
+  uint64_t *done = &args.scratch[g->E];
+  uint64_t prev = 0;
+  gin_coop_sync(EP_WARP);
+  if (ep_lane() == 0) {
+    gin_fence_system(); /* this warp's puts and counts before its arrival */
+    prev = gin_fetch_add_relaxed_u64(done, 1);
+    gin_fence_system(); /* the other warps' before the signals below */
   }
+  prev = gin_coop_bcast_u64(EP_WARP, prev);
+  if (prev + 1 != (uint64_t)ep_nwarps()) return;
+  gin_fence_system(); /* every lane: the others' tokens before its signals */
+  gin_team_t world = gin_team_world(dc);
+  for (int e = ep_lane(); e < g->E; e += gin_coop_size(EP_WARP)) {
+    uint64_t count = gin_load_acquire_u64(&args.scratch[e]);
+    int dst = e / g->L;
+    if (gin_signal(dc, dst % dc->nctx, world, dst,
+                   gin_remote_signal_add(
+                       gin_ep_dsig(g, args.set, e % g->L, g->me), count + 1),
+                   GIN_COOP_THREAD))
+      return;
+    gin_store_release_u64(&args.scratch[e], 0);
+  }
+  if (ep_lane() == 0) gin_store_release_u64(done, 0);
 }
 
-/* Receive phase: block b owns local experts b, b + grid, ...; waits for
- * every source's count, then packs the tokens into the outputs in source
- * order. */
+/* Receive phase: block b owns local experts b, b + grid, ...; its threads
+ * wait for the sources' counts (thread r for source r), then its warps
+ * copy the tokens into the outputs, sources in rank order. */
 GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
   int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP;
+  int lane = ep_lane(), nl = gin_coop_size(EP_WARP);
   for (int le = gin_block_idx(); le < g->L; le += gin_grid_dim()) {
-    int off = 0;
-    for (int r = 0; r < g->R; r++) {
+    int32_t *lay = args.r.layout + (size_t)le * (size_t)g->R * 2;
+    int rc = GIN_SUCCESS;
+    for (int r = gin_thread_idx(); r < g->R && rc == GIN_SUCCESS;
+         r += gin_block_dim()) {
       uint64_t delta = 0;
-      if (gin_signal_wait_follow_shadow(dc, gin_ep_dsig(g, args.set, le, r), 1,
-                                        NULL, &delta, GIN_COOP_BLOCK))
-        return;
-      int cnt = (int)delta - 1;
-      for (int j = 0; j < cnt; j++) {
+      rc = gin_signal_wait_follow_shadow(dc, gin_ep_dsig(g, args.set, le, r), 1,
+                                         NULL, &delta, GIN_COOP_THREAD);
+      lay[2 * r + 1] = (int32_t)delta - 1;
+    }
+    if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
+    if (gin_thread_idx() == 0) {
+      int off = 0;
+      for (int r = 0; r < g->R; r++) {
+        lay[2 * r] = off;
+        off += lay[2 * r + 1];
+      }
+      args.r.count[le] = off;
+    }
+    gin_coop_sync(GIN_COOP_BLOCK);
+    for (int r = 0; r < g->R; r++) {
+      int off = lay[2 * r], cnt = lay[2 * r + 1];
+      for (int j = ep_warp_in_block(); j < cnt; j += ep_warps_per_block()) {
         const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
         size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
         const char *p = m + GIN_EP_HEADER;
         if (g->fp8) {
           gin_copy_coop((char *)args.r.x + slot * (size_t)g->H, p, (size_t)g->H,
-                        gin_thread_idx(), gin_block_dim());
+                        lane, nl);
           gin_copy_coop((char *)(args.r.scales + slot * (size_t)groups),
-                        p + g->H, (size_t)groups * 4, gin_thread_idx(),
-                        gin_block_dim());
+                        p + g->H, (size_t)groups * 4, lane, nl);
         } else {
           gin_copy_coop((char *)args.r.x + slot * (size_t)g->H * 2, p,
-                        (size_t)g->H * 2, gin_thread_idx(), gin_block_dim());
+                        (size_t)g->H * 2, lane, nl);
         }
-        if (gin_thread_idx() == 0) {
-          int32_t h[4];
+        if (lane == 0) {
+          int32_t h[2];
           memcpy(h, m, sizeof h);
           args.r.src_token[slot] = h[0];
           args.src_k[slot] = h[1];
           args.r.src_rank[slot] = r;
         }
       }
-      if (gin_thread_idx() == 0) {
-        args.r.layout[((size_t)le * (size_t)g->R + (size_t)r) * 2] = off;
-        args.r.layout[((size_t)le * (size_t)g->R + (size_t)r) * 2 + 1] = cnt;
-      }
-      off += cnt;
     }
-    if (gin_thread_idx() == 0) args.r.count[le] = off;
+    gin_coop_sync(GIN_COOP_BLOCK); /* layout read before the next expert */
   }
 }
 
-/* Send phase of combine: block b owns (local expert, source) lists b,
- * b + grid, ...; copies each expert output into the window and puts it to
- * its token's (set, t, k) slot at the source, with a signal increment. */
+/* Send phase of combine: warp w takes the received tokens w, w + warps,
+ * ... of every local expert and returns its expert output to the token's
+ * (set, t, k) slot at the source, with a signal increment: stored there
+ * directly where the source is mapped, else staged in the window and put.
+ */
 GIN_KERNEL(k_ep_combine_send, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
   gin_team_t world = gin_team_world(dc);
-  int slots = g->R * g->M;
-  for (int p = gin_block_idx(); p < g->L * g->R; p += gin_grid_dim()) {
-    int le = p / g->R, r = p % g->R, ctx = r % dc->nctx;
-    int off = args.r.layout[(size_t)p * 2],
-        cnt = args.r.layout[(size_t)p * 2 + 1];
-    for (int j = 0; j < cnt; j++) {
-      int slot = off + j;
+  int slots = g->R * g->M, lane = ep_lane(), nl = gin_coop_size(EP_WARP);
+  for (int le = 0; le < g->L; le++) {
+    int cnt = args.r.count[le];
+    for (int slot = ep_warp(); slot < cnt; slot += ep_nwarps()) {
       size_t s = (size_t)le * (size_t)slots + (size_t)slot;
-      gin_copy_coop(args.base + gin_ep_csend_off(g, le, slot),
-                    (const char *)(args.y + s * (size_t)g->H), (size_t)g->H * 2,
-                    gin_thread_idx(), gin_block_dim());
-      int t = args.r.src_token[s], k = args.src_k[s];
-      if (gin_put(dc, ctx, world, r, args.win,
-                  gin_ep_crecv_off(g, args.set, t, k), args.win,
-                  gin_ep_csend_off(g, le, slot), (size_t)g->H * 2,
-                  gin_remote_signal_inc(gin_ep_csig(g, args.set)),
-                  gin_local_none(), GIN_COOP_BLOCK))
-        return;
+      int r = args.r.src_rank[s], t = args.r.src_token[s], k = args.src_k[s];
+      int ctx = r % dc->nctx, path = gin_dev_path_(dc, r);
+      const char *row = (const char *)(args.y + s * (size_t)g->H);
+      size_t coff = gin_ep_crecv_off(g, args.set, t, k);
+      gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, args.set));
+      int rc;
+      if (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF) {
+        char *p = (char *)gin_window_peer_ptr(dc, args.win, world, r, coff);
+        gin_copy_coop(p, row, (size_t)g->H * 2, lane, nl);
+        rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);
+      } else {
+        gin_copy_coop(args.base + gin_ep_csend_off(g, le, slot), row,
+                      (size_t)g->H * 2, lane, nl);
+        rc = gin_put(dc, ctx, world, r, args.win, coff, args.win,
+                     gin_ep_csend_off(g, le, slot), (size_t)g->H * 2, inc,
+                     gin_local_none(), EP_WARP);
+      }
+      if (rc) return;
     }
   }
 }
@@ -205,6 +283,16 @@ static int ep_grid(int want) {
   return want < 1 ? 1 : want < most ? want : most;
 }
 
+/* Blocks of EP_THREADS for n warps (host target: n blocks). */
+static int ep_blocks_for_warps(int n) {
+#if GIN_ARCH_CUDA
+  int per = EP_THREADS / 32;
+#else
+  int per = 1;
+#endif
+  return (n + per - 1) / per;
+}
+
 #if GIN_ARCH_CUDA
 #define EP_STREAM(s) ((cudaStream_t)(s))
 #else
@@ -216,8 +304,9 @@ extern "C" {
 #endif
 
 gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream) {
-  return gin_launch(k_ep_dispatch_send, ep_grid(a->g.E), EP_THREADS,
-                    EP_STREAM(stream), a);
+  /* A warp per token (the signals go out once every warp is done). */
+  return gin_launch(k_ep_dispatch_send, ep_grid(ep_blocks_for_warps(a->T)),
+                    EP_THREADS, EP_STREAM(stream), a);
 }
 
 gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream) {
@@ -226,7 +315,10 @@ gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream) {
 }
 
 gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream) {
-  return gin_launch(k_ep_combine_send, ep_grid(a->g.L * a->g.R), EP_THREADS,
+  /* A warp per returning token: the rank receives T * K of them on
+   * average (the launch cannot read the counts without a sync). */
+  return gin_launch(k_ep_combine_send,
+                    ep_grid(ep_blocks_for_warps(a->g.M * a->g.K)), EP_THREADS,
                     EP_STREAM(stream), a);
 }
 

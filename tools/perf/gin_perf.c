@@ -163,7 +163,8 @@ int main(int argc, char **argv) {
   env.win_bytes = PERF_DATA + (bw_bytes > rate_bytes ? bw_bytes : rate_bytes);
   PERF_CHECK(gin_mem_alloc(env.win_bytes, &env.mem));
   PERF_CHECK(gin_mem_alloc(env.win_bytes, &env.copy_dst));
-  PERF_CHECK(gin_mem_alloc(sizeof(uint64_t) * (size_t)(o->iters + 2),
+  /* Per-iteration samples, then two totals, then the ladder's send times. */
+  PERF_CHECK(gin_mem_alloc(sizeof(uint64_t) * (size_t)(2 * o->iters + 2),
                            (void **)&env.samples));
   PERF_CHECK(gin_window_register(env.comm, env.mem, env.win_bytes, &env.win));
   gin_devcomm_reqs_t reqs;

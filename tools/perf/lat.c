@@ -8,6 +8,7 @@
  * Times are per-iteration SM cycles (clock64), calibrated against the
  * global timer over the whole loop; rank 0 records them.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "perf/perf.h"
@@ -20,6 +21,12 @@ enum {
   V_RAW_COPY,      /* payload loaded from this rank's window (the bytes the
                       peer just wrote there), stored, red.release.add flag */
   V_RAW_COPY_COLD, /* the same from a line the peer does not write */
+  V_RAW_TABLE,     /* raw_copy, the destination base read from the window
+                      base table each time (gin_put's one lookup) */
+  V_RAW_PEERSIG,   /* raw_data_red to the signal, its pointer read from the
+                      devcomm (kernel parameters) each time, as gin_signal */
+  V_RAW_GPU,       /* raw_data_red at GPU scope (release add, acquire
+                      poll): the two ranks share one GPU */
   V_LIB_WAIT,      /* raw payload + red.add on the signal, gin_signal_wait */
   V_LIB_PUT,       /* gin_put + signal, the waiter spins on the word */
   V_PUT,           /* gin_put + gin_signal_wait: the API (any coop) */
@@ -28,10 +35,34 @@ enum {
 };
 
 static const char *const ladder_names[V_COUNT] = {
-    "raw_store",     "raw_red",  "raw_data", "raw_data_red", "raw_copy",
-    "raw_copy_cold", "lib_wait", "lib_put",  "put",          "signal"};
+    "raw_store",     "raw_red",   "raw_data",    "raw_data_red", "raw_copy",
+    "raw_copy_cold", "raw_table", "raw_peersig", "raw_gpu",      "lib_wait",
+    "lib_put",       "put",       "signal"};
 
-#define FLAG_SLOT 7 /* env->sig_base index of the raw flag */
+#define V_RAW_LAST V_RAW_GPU /* variants up to here bypass the library */
+
+/* GPU-scope flavours of the release add and acquire load (the ladder's
+ * question: what does system scope cost when both ranks share a GPU). */
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN void add_release_gpu(uint64_t *p, uint64_t v) {
+  asm volatile("red.release.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+GIN_DEVICE_FN uint64_t load_acquire_gpu(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+#else
+GIN_DEVICE_FN void add_release_gpu(uint64_t *p, uint64_t v) {
+  gin_add_release_u64(p, v);
+}
+GIN_DEVICE_FN uint64_t load_acquire_gpu(const uint64_t *p) {
+  return gin_load_acquire_u64(p);
+}
+#endif
+
+#define FLAG_SLOT 7    /* env->sig_base index of the raw flag */
+#define PEERSIG_SLOT 6 /* signal (and sig_base index) of raw_peersig */
 
 typedef struct lat_args {
   gin_devcomm_t dc;
@@ -41,6 +72,7 @@ typedef struct lat_args {
   gin_coop_t coop;
   uint64_t base;       /* flag or signal 0 value before this run */
   uint64_t *samples;   /* [iters] cycles, then total ns, total cycles */
+  uint64_t *issue;     /* NULL, or [iters] cycles rank 0 spent sending */
   const uint64_t *src; /* this rank's window + PERF_DATA (raw copies) */
 } lat_args_t;
 
@@ -86,6 +118,27 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
       gin_add_release_u64(theirs, 1);
     }
     break;
+  case V_RAW_PEERSIG:
+    if (lead) {
+      uint64_t *sig = gin_dev_peer_sig_(dc, peer);
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
+      gin_add_release_u64(sig + PEERSIG_SLOT, 1);
+    }
+    break;
+  case V_RAW_GPU:
+    if (lead) {
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
+      add_release_gpu(theirs, 1);
+    }
+    break;
+  case V_RAW_TABLE:
+    if (lead) {
+      uint64_t *t = (uint64_t *)gin_dev_base_(dc, a->win, peer);
+      *(volatile uint64_t *)(t + PERF_DATA / 8) =
+          *(const volatile uint64_t *)a->src;
+      gin_add_release_u64(t, 1);
+    }
+    break;
   case V_LIB_WAIT:
     if (lead) {
       *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
@@ -106,7 +159,15 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
 GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
                             const uint64_t *mine) {
   const gin_devcomm_t *dc = &a->dc;
-  if (a->variant <= V_RAW_COPY_COLD) {
+  if (a->variant == V_RAW_PEERSIG) {
+    spin_until(&dc->signals[PEERSIG_SLOT], want);
+    gin_coop_sync(a->coop);
+  } else if (a->variant == V_RAW_GPU) {
+    uint64_t t0 = gin_time_ns();
+    for (uint32_t i = 0; load_acquire_gpu(mine) < want; i++)
+      if ((i & 1023) == 1023 && gin_time_ns() - t0 > PERF_SPIN_LIMIT_NS) break;
+    gin_coop_sync(a->coop);
+  } else if (a->variant <= V_RAW_LAST) {
     spin_until(mine, want);
     gin_coop_sync(a->coop);
   } else if (a->variant == V_LIB_PUT) {
@@ -134,7 +195,10 @@ GIN_KERNEL(k_lat, lat_args_t) {
     }
     uint64_t c0 = gin_cycles();
     if (me == 1) lat_wait(&args, want, mine);
+    uint64_t c1 = gin_cycles();
     lat_send(&args, peer, want, theirs, their_sig);
+    if (args.issue && me == 0 && lead && i >= args.warmup)
+      args.issue[i - args.warmup] = gin_cycles() - c1;
     if (me == 0) lat_wait(&args, want, mine);
     if (me == 0 && lead && i >= args.warmup)
       args.samples[i - args.warmup] = gin_cycles() - c0;
@@ -145,9 +209,11 @@ GIN_KERNEL(k_lat, lat_args_t) {
   }
 }
 
-/* Runs variant v once at `bytes` with coop c; median and p99 (us). */
-static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
-                    double *med, double *p99) {
+/* Runs variant v once at `bytes` with coop c; median and p99 (us), and
+ * where `issue` is not NULL the median time rank 0 spent in each send
+ * (until the send returned: fences included, not the flight). */
+static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
+                          double *med, double *p99, double *issue) {
   lat_args_t a;
   memset(&a, 0, sizeof a);
   a.dc = env->dc;
@@ -158,8 +224,11 @@ static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
   a.variant = v;
   a.coop = c;
   a.samples = env->samples;
+  if (issue) a.issue = env->samples + a.iters + 2;
   a.src = (const uint64_t *)((const char *)env->win.local + PERF_DATA);
-  int slot = v <= V_RAW_COPY_COLD ? FLAG_SLOT : 0;
+  int slot = v == V_RAW_PEERSIG ? PEERSIG_SLOT
+             : v <= V_RAW_LAST  ? FLAG_SLOT
+                                : 0;
   a.base = env->sig_base[slot];
   PERF_CHECK(gin_comm_barrier(env->comm));
   PERF_CHECK(gin_launch(k_lat, 1, perf_coop_threads(c), 0, &a));
@@ -167,6 +236,20 @@ static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
   env->sig_base[slot] += (uint64_t)(a.warmup + a.iters);
   *med = *p99 = 0;
   if (env->rank == 0) perf_samples(env, a.iters, med, p99);
+  if (issue && env->rank == 0) {
+    size_t n = (size_t)a.iters;
+    uint64_t *s = (uint64_t *)malloc(sizeof(uint64_t) * (2 * n + 2));
+    if (!s) exit(1);
+    PERF_CHECK(gin_mem_copy(s, env->samples, sizeof(uint64_t) * (2 * n + 2)));
+    double nspc = s[n + 1] ? (double)s[n] / (double)s[n + 1] : 1, p;
+    perf_stats(s + n + 2, a.iters, nspc, issue, &p);
+    free(s);
+  }
+}
+
+static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
+                    double *med, double *p99) {
+  lat_run_issue(env, v, c, bytes, med, p99, NULL);
 }
 
 void perf_raw_pingpong(perf_env_t *env, int variant, double *med, double *p99) {
@@ -216,15 +299,23 @@ void perf_ladder(perf_env_t *env) {
   ensure_raw_floor(env);
   perf_note(env, "ladder: the 8-byte exchange built up from the raw floor, "
                  "one library piece per step (thread-issued)");
+  double issue[V_COUNT];
   for (int v = 0; v < V_COUNT; v++) {
     double med, p99;
-    lat_run(env, v, GIN_COOP_THREAD, 8, &med, &p99);
+    lat_run_issue(env, v, GIN_COOP_THREAD, 8, &med, &p99, &issue[v]);
     perf_row_t r = perf_row("ladder", ladder_names[v], 8);
     r.median_us = med;
     r.p99_us = p99;
     r.floor = "raw_flag_pingpong";
     r.floor_value = env->raw_floor_us;
     r.ratio = env->raw_floor_us > 0 ? med / env->raw_floor_us : -1;
+    perf_emit(env, &r);
+  }
+  /* Where the time goes within a round trip: the sender's own cost. */
+  for (int v = 0; v < V_COUNT && env->rank == 0; v++) {
+    perf_row_t r = perf_row("ladder_issue", ladder_names[v], 8);
+    r.median_us = issue[v];
+    r.p99_us = issue[v];
     perf_emit(env, &r);
   }
 }

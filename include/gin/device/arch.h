@@ -101,11 +101,36 @@ GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) {
   }
   return rc;
 }
+/* Reductions and a broadcast over a THREAD or WARP coop (not BLOCK):
+ * every thread of the coop gets the result. */
+GIN_DEVICE_FN float gin_coop_max_f32(gin_coop_t c, float v) {
+  if (c != GIN_COOP_WARP) return v;
+  for (int d = 16; d > 0; d /= 2) {
+    float o = __shfl_xor_sync(0xffffffffu, v, d);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+GIN_DEVICE_FN uint32_t gin_coop_sum_u32(gin_coop_t c, uint32_t v) {
+  if (c != GIN_COOP_WARP) return v;
+  for (int d = 16; d > 0; d /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}
+GIN_DEVICE_FN uint64_t gin_coop_bcast_u64(gin_coop_t c, uint64_t v) {
+  if (c != GIN_COOP_WARP) return v;
+  return (uint64_t)__shfl_sync(0xffffffffu, (unsigned long long)v, 0);
+}
 #else
 GIN_DEVICE_FN int gin_coop_size(gin_coop_t c) { return 1; }
 GIN_DEVICE_FN int gin_coop_rank(gin_coop_t c) { return 0; }
 GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {}
 GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) { return rc; }
+GIN_DEVICE_FN float gin_coop_max_f32(gin_coop_t c, float v) { return v; }
+GIN_DEVICE_FN uint32_t gin_coop_sum_u32(gin_coop_t c, uint32_t v) { return v; }
+GIN_DEVICE_FN uint64_t gin_coop_bcast_u64(gin_coop_t c, uint64_t v) {
+  return v;
+}
 #endif
 
 /* ------------------------------------------------ ordering primitives */
