@@ -12,6 +12,15 @@ mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
 nvidia-smi -L | tee "$OUT/gpu.txt"
+# MODE=nvshmem: gin against NVSHMEM side by side (issue 8). The script
+# builds build-nvshmem (device checks off, nvshmem_perf) and runs its own
+# MPS daemon; its CSVs, table and plots land in $FINAL/nvshmem.
+if [ "${MODE:-all}" = nvshmem ]; then
+  BUILD=build-nvshmem JOBS=16 scripts/nvshmem-compare.sh "$FINAL/nvshmem" 2>&1 | tee "$OUT/nvshmem.log"
+  log "nvshmem-compare: rc=${PIPESTATUS[0]}"
+  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+  exit 0
+fi
 log "build $(date -u +%FT%TZ)"
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 >>"$OUT/build.log" 2>&1 \
@@ -79,6 +88,70 @@ if [ "${MODE:-all}" = final ]; then
   cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
   cat "$FINAL/summary.txt"
   exit 0
+fi
+
+if [ "${MODE:-all}" = nvs3 ]; then
+# NVSHMEM side by side (shorter sweeps), then the EP benchmark again.
+echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1
+COMMON="-n 300 -w 30 --reps 2" PP_SIZES="-b 8 -e 1048576 -f 4" BW_SIZES="-b 65536 -e 16777216 -f 4" \
+  BUILD=build-nvshmem JOBS=16 timeout 420 scripts/nvshmem-compare.sh "$OUT/nvshmem" > "$OUT/nvshmem.log" 2>&1
+log "nvshmem-compare: rc=$?"; tail -45 "$OUT/nvshmem.log" | tee -a "$OUT/summary.txt"
+nvidia-cuda-mps-control -d
+B=build-dev/gin_ep_bench_cuda
+run ep_bench_8 $R -n 8 --timeout 100 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv
+run ep_bench_2 $R -n 2 --timeout 100 $B -n 20 -w 3 --csv $OUT/ep_bench_2.csv
+echo quit | nvidia-cuda-mps-control
+cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+cat "$FINAL/summary.txt"
+exit 0
+fi
+
+if [ "${MODE:-all}" = diag2 ]; then
+# The GPU-scope signals to peers on the same GPU, the EP kernels with a
+# warp per token, and the EP-over-proxy loss traced.
+P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
+for b in P PN; do pf ladder_$b $R -n 2 --timeout 100 ${!b} ladder -n 5000 -w 500; done
+pf pp_nochecks $R -n 2 --timeout 100 $PN pingpong -b 8 -e 4096 -f 8 -n 5000 -w 500
+pf pp_nochecks_sysscope GIN_NEAR_SCOPE=0 $R -n 2 --timeout 100 $PN pingpong -b 8 -e 4096 -f 8 -n 5000 -w 500
+pf pp_checks $R -n 2 --timeout 100 $P pingpong -b 8 -e 4096 -f 8 -n 5000 -w 500
+pf sigpp_nochecks $R -n 2 --timeout 100 $PN sigpp -n 5000 -w 500
+for g in warp block; do pf pp_nochecks_$g $R -n 2 --timeout 100 $PN pingpong -g $g -b 8 -e 65536 -f 8 -n 2000 -w 200; done
+for n in 2 4; do run conformance_cuda_$n $R -n $n --timeout 120 $T/conformance_cuda; done
+run soak_cuda_4 $R -n 4 --timeout 120 build-dev/tests/soak/soak_cuda --seconds 10
+E=build-dev/tests/ep
+for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 200 $E/test_ep_cuda; done
+B=build-dev/gin_ep_bench_cuda
+run ep_bench_8 $R -n 8 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv
+run ep_bench_8_bf16 $R -n 8 --timeout 200 $B --bf16 -n 20 -w 3 --csv $OUT/ep_bench_8_bf16.csv
+run ep_bench_4 $R -n 4 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_4.csv
+run ep_bench_2 $R -n 2 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_2.csv
+run ep_memcheck_2 $R -n 2 --timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
+export GIN_TIMEOUT_MS=6000
+run diag_hello_proxy_trace env GIN_BACKEND=proxy GIN_DEBUG=TRACE GIN_DEBUG_SUBSYS=PROXY,DEVCOMM,INIT $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
+run diag_ep_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 $E/test_ep_cuda
+echo quit | nvidia-cuda-mps-control
+cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+cat "$FINAL/summary.txt"
+exit 0
+fi
+
+if [ "${MODE:-all}" = diag ]; then
+# Diagnosis: the ladder with the send-side split, both builds; EP over the
+# proxy with the errors it reports, under a few proxy settings.
+P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
+for b in P PN; do pf ladder_$b $R -n 2 --timeout 100 ${!b} ladder -n 5000 -w 500; done
+export GIN_TIMEOUT_MS=8000
+E=build-dev/tests/ep
+run diag_ep_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 60 $E/test_ep_cuda
+run diag_hello_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
+run diag_hello_proxy_nobatch env GIN_BACKEND=proxy GIN_COPY_BATCH=0 GIN_COPY_STREAMS=1 $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
+run diag_hello_proxy_mps25 env GIN_BACKEND=proxy CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
+run diag_hello_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp GIN_DEBUG=INFO $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
+run diag_conf_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 build-dev/tests/conformance/conformance_cuda
+echo quit | nvidia-cuda-mps-control
+cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+cat "$FINAL/summary.txt"
+exit 0
 fi
 
 if [ "${MODE:-all}" = epdebug ]; then

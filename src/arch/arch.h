@@ -32,6 +32,10 @@ gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out);
  * mapped by this process (same GPU, or P2P-capable GPUs; always on host). */
 int gin_arch_can_map(const gin_arch_devinfo_t *self,
                      const gin_arch_devinfo_t *peer);
+/* Whether a process with device `peer` on the same host runs on this very
+ * device (GPU-scope ordering reaches it; always on the host target). */
+int gin_arch_same_device(const gin_arch_devinfo_t *self,
+                         const gin_arch_devinfo_t *peer);
 
 /* Shareable device memory (backs windows and signal areas), zeroed. */
 gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,

@@ -8,6 +8,10 @@
 
 #include "core/comm.h"
 
+GIN_PARAM_INT(param_near_scope, "NEAR_SCOPE", 1,
+              "1: signals to a peer on this same GPU are ordered at GPU scope "
+              "(cheaper); 0: at system scope, as for every other peer")
+
 struct gin_devcomm_res {
   uint64_t id;
   void *shared;                 /* gin_mem_alloc: signals | barriers | modes */
@@ -147,7 +151,11 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   dc.peer_sigmode = (uint32_t **)(pt + 2 * n);
   for (size_t i = 0; i < n && i < GIN_INLINE_PEERS; i++) {
     dc.peer_sig_inline[i] = bases[i] ? (uint64_t *)bases[i] : NULL;
-    dc.path_inline |= (uint64_t)comm->path[i] << (8 * i);
+    uint64_t p = comm->path[i];
+    if ((p == GIN_PATH_SELF || p == GIN_PATH_DIRECT) && param_near_scope() &&
+        gin_arch_same_device(&comm->peers[comm->rank].dev, &comm->peers[i].dev))
+      p |= GIN_PATH_NEAR;
+    dc.path_inline |= p << (8 * i);
   }
   uint64_t *loc = (uint64_t *)d->local;
   dc.shadows = loc;

@@ -209,9 +209,12 @@ GIN_KERNEL(k_ep_combine_send, gin_ep_args_t) {
   const gin_devcomm_t *dc = &args.dc;
   gin_team_t world = gin_team_world(dc);
   int slots = g->R * g->M, lane = ep_lane(), nl = gin_coop_size(EP_WARP);
-  for (int le = 0; le < g->L; le++) {
+  int gw = ep_warp(), nw = ep_nwarps();
+  /* The received tokens of all local experts, numbered in expert order:
+   * warp gw takes numbers gw, gw + nw, ... */
+  for (int le = 0, pre = 0; le < g->L; pre += args.r.count[le], le++) {
     int cnt = args.r.count[le];
-    for (int slot = ep_warp(); slot < cnt; slot += ep_nwarps()) {
+    for (int slot = ((gw - pre) % nw + nw) % nw; slot < cnt; slot += nw) {
       size_t s = (size_t)le * (size_t)slots + (size_t)slot;
       int r = args.r.src_rank[s], t = args.r.src_token[s], k = args.src_k[s];
       int ctx = r % dc->nctx, path = gin_dev_path_(dc, r);

@@ -158,6 +158,11 @@ GIN_DEVICE_FN void gin_store_release_u32(volatile uint32_t *p, uint32_t v) {
 GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
   asm volatile("red.release.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+/* The same ordering for observers on this GPU only (cheaper: no
+ * system-wide barrier). */
+GIN_DEVICE_FN void gin_add_release_gpu_u64(uint64_t *p, uint64_t v) {
+  asm volatile("red.release.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 GIN_DEVICE_FN void gin_or_relaxed_u32(uint32_t *p, uint32_t v) {
   asm volatile("red.relaxed.sys.or.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
@@ -174,6 +179,7 @@ GIN_DEVICE_FN void gin_max_release_u64(uint64_t *p, uint64_t v) {
                : "memory");
 }
 GIN_DEVICE_FN void gin_fence_system(void) { __threadfence_system(); }
+GIN_DEVICE_FN void gin_fence_gpu(void) { __threadfence(); }
 /* Reads of tables that do not change while kernels run (window table,
  * peer pointer tables, paths): through the read-only cache, which the
  * acquire loads of the waits do not flush. */
@@ -227,6 +233,9 @@ GIN_DEVICE_FN void gin_store_release_u32(volatile uint32_t *p, uint32_t v) {
 GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
   __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
 }
+GIN_DEVICE_FN void gin_add_release_gpu_u64(uint64_t *p, uint64_t v) {
+  __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+}
 GIN_DEVICE_FN void gin_or_relaxed_u32(uint32_t *p, uint32_t v) {
   __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
 }
@@ -245,6 +254,9 @@ GIN_DEVICE_FN void gin_max_release_u64(uint64_t *p, uint64_t v) {
   }
 }
 GIN_DEVICE_FN void gin_fence_system(void) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+GIN_DEVICE_FN void gin_fence_gpu(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 GIN_DEVICE_FN uint64_t gin_ro_u64(const uint64_t *p) { return *p; }

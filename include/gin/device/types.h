@@ -45,6 +45,10 @@ enum {
   GIN_PATH_DIRECT = 2, /* peer window mapped: load/store */
   GIN_PATH_PROXY = 3   /* descriptors to the CPU proxy through a ring */
 };
+/* Flag in a devcomm's path_inline byte: the peer runs on this very GPU,
+ * so GPU-scope ordering reaches it (a release at system scope costs a
+ * system-wide memory barrier; measured by gin-perf's ladder). */
+#define GIN_PATH_NEAR 0x80
 
 /* One window table slot, as device code sees it. base[r] is rank r's window
  * mapped into this rank (NULL where not mapped). */
@@ -140,7 +144,8 @@ typedef struct gin_devcomm {
   uint64_t *signals;       /* this rank's signals [nsignals] */
   uint64_t **peer_signals; /* [nranks] each rank's signal array, mapped */
   uint64_t *peer_sig_inline[GIN_INLINE_PEERS]; /* peer_signals[w], w < 8 */
-  uint64_t path_inline;      /* path[w] of w < 8, a byte each (w in bits 8w) */
+  uint64_t path_inline;      /* path[w] of w < 8, a byte each (w in bits 8w),
+                                with GIN_PATH_NEAR where w shares this GPU */
   uint32_t *sigmode;         /* this rank's signal mode bytes [nsignals] */
   uint32_t **peer_sigmode;   /* [nranks] */
   uint64_t *shadows;         /* [nsignals] */

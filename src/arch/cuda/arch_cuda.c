@@ -114,6 +114,14 @@ gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   return GIN_SUCCESS;
 }
 
+int gin_arch_same_device(const gin_arch_devinfo_t *self,
+                         const gin_arch_devinfo_t *peer) {
+  cuda_devinfo_t a, b;
+  memcpy(&a, self->bytes, sizeof a);
+  memcpy(&b, peer->bytes, sizeof b);
+  return memcmp(a.uuid, b.uuid, sizeof a.uuid) == 0;
+}
+
 int gin_arch_can_map(const gin_arch_devinfo_t *self,
                      const gin_arch_devinfo_t *peer) {
   cuda_devinfo_t a, b;

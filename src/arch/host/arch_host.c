@@ -24,6 +24,11 @@ int gin_arch_can_map(const gin_arch_devinfo_t *self,
   return 1;
 }
 
+int gin_arch_same_device(const gin_arch_devinfo_t *self,
+                         const gin_arch_devinfo_t *peer) {
+  return 1;
+}
+
 gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
                                 gin_arch_handle_t *handle_out,
                                 void **cookie_out) {

@@ -87,8 +87,16 @@ GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
 
 /* The path to world rank w (by value for the first GIN_INLINE_PEERS). */
 GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
-  if (w < GIN_INLINE_PEERS) return (int)((dc->path_inline >> (8 * w)) & 0xff);
+  if (w < GIN_INLINE_PEERS)
+    return (int)((dc->path_inline >> (8 * w)) & (0xff & ~GIN_PATH_NEAR));
   return gin_ro_u8(&dc->path[w]);
+}
+
+/* Whether world rank w runs on this GPU (known for the first
+ * GIN_INLINE_PEERS; others are treated as far). */
+GIN_DEVICE_FN int gin_dev_near_(const gin_devcomm_t *dc, int w) {
+  return w < GIN_INLINE_PEERS &&
+         ((dc->path_inline >> (8 * w)) & GIN_PATH_NEAR) != 0;
 }
 
 /* Rank w's signal array (by value for the first GIN_INLINE_PEERS; the

@@ -90,8 +90,13 @@ GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
                            remote.signal,
                        remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
                                                             : GIN_SIGMODE_ADD);
-  if (coop_size > 1) gin_fence_system();
-  gin_add_release_u64(&sig[remote.signal], remote.value);
+  if (gin_dev_near_(dc, w)) { /* same GPU: GPU scope orders enough */
+    if (coop_size > 1) gin_fence_gpu();
+    gin_add_release_gpu_u64(&sig[remote.signal], remote.value);
+  } else {
+    if (coop_size > 1) gin_fence_system();
+    gin_add_release_u64(&sig[remote.signal], remote.value);
+  }
   return GIN_SUCCESS;
 }
 

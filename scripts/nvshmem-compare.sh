@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# gin against NVSHMEM on one GPU, back to back in one run under one MPS
+# daemon, same tests and parameters (issue 8). From the repository root of
+# a GPU machine where NVSHMEM is found (NVSHMEM_HOME, or python3's
+# nvidia/nvshmem package as PyTorch installs it):
+#
+#   scripts/nvshmem-compare.sh [OUT_DIR]        (default ./nvshmem-out)
+#
+# 1. Builds $BUILD (default build-nvshmem): the cuda target with
+#    -DGIN_DEVICE_CHECKS=OFF (device-side argument checks off, as
+#    benchmarks run) and -DGIN_NVSHMEM=ON (no NVSHMEM: CMake says so and
+#    this stops); targets ginrun, gin_perf_cuda, nvshmem_perf. NO_BUILD=1
+#    uses $BUILD as it is.
+# 2. Starts one MPS daemon (pipe and log directories under /tmp); it is
+#    stopped on exit, failed or not.
+# 3. For each test, gin_perf_cuda then nvshmem_perf, each under
+#    `ginrun -n 2` (two ranks / PEs on the GPU) and `timeout`, with the
+#    same arguments: pingpong -g thread, warp, block over $PP_SIZES; bw over
+#    $BW_SIZES; rate. gin takes its default path (direct: the peer's window
+#    mapped, load/store), as NVSHMEM's P2P transport does.
+# 4. scripts/nvshmem-table.py joins the CSVs: the markdown table on stdout
+#    and in OUT_DIR/nvshmem-compare.md, OUT_DIR/nvshmem-compare.csv, and
+#    with matplotlib nvshmem-latency.png and nvshmem-bandwidth.png.
+#
+# Settings (environment): BUILD, NO_BUILD, JOBS; COMMON (default
+# "-n 1000 -w 100 --reps 5"), PP_SIZES ("-b 8 -e 1048576 -f 2"),
+# BW_SIZES ("-b 4096 -e 67108864 -f 4"), GRID (bw/rate grid, default
+# gin-perf's: one block per SM, 128 threads for rate), LIMIT (seconds per
+# program, 300). Exit status 0 when every run and the table succeeded.
+set -u
+OUT=${1:-nvshmem-out}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build-nvshmem}
+JOBS=${JOBS:-$(nproc)}
+COMMON=${COMMON:--n 1000 -w 100 --reps 5}
+PP_SIZES=${PP_SIZES:--b 8 -e 1048576 -f 2}
+BW_SIZES=${BW_SIZES:--b 4096 -e 67108864 -f 4}
+GRID=${GRID:-}
+LIMIT=${LIMIT:-300}
+fails=0
+say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  say "build $BUILD (device checks off, NVSHMEM on)"
+  if ! { cmake -S . -B "$BUILD" -DGIN_CUDA=ON -DGIN_DEVICE_CHECKS=OFF \
+           -DGIN_NVSHMEM=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+         cmake --build "$BUILD" -j "$JOBS" --target ginrun gin_perf_cuda nvshmem_perf
+       } >"$OUT/build.log" 2>&1; then
+    say "BUILD FAILED (see $OUT/build.log)"
+    grep -E "gin:|Error|error" "$OUT/build.log" | tail -20
+    exit 1
+  fi
+fi
+for p in ginrun gin_perf_cuda nvshmem_perf; do
+  [ -x "$BUILD/$p" ] || { say "no $BUILD/$p: build first (or unset NO_BUILD)"; exit 1; }
+done
+cache() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD/CMakeCache.txt"; }
+NVH=$(cache NVSHMEM_HOME)
+# The binary's run path finds libnvshmem_host.so.3; this also covers the
+# bootstrap plugins it loads.
+[ -n "$NVH" ] && export LD_LIBRARY_PATH="$NVH/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null)"
+  echo "gpu: $(nvidia-smi -L 2>/dev/null | head -1)"
+  echo "build: $BUILD, GIN_DEVICE_CHECKS=$(cache GIN_DEVICE_CHECKS), $(cache CMAKE_BUILD_TYPE)"
+  echo "nvshmem: $NVH"
+  echo "args: COMMON='$COMMON' PP_SIZES='$PP_SIZES' BW_SIZES='$BW_SIZES' GRID='$GRID'"
+} | tee "$OUT/meta.txt"
+
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/gin-nvshmem-mps-pipe
+export CUDA_MPS_LOG_DIRECTORY=/tmp/gin-nvshmem-mps-log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+mps=0
+stop_mps() {
+  if [ "$mps" = 1 ]; then
+    echo quit | nvidia-cuda-mps-control
+    mps=0
+    cp "$CUDA_MPS_LOG_DIRECTORY/control.log" "$OUT/mps-control.log" 2>/dev/null
+  fi
+}
+trap stop_mps EXIT
+trap 'exit 130' INT TERM HUP
+if ! nvidia-cuda-mps-control -d; then
+  say "cannot start MPS (another daemon running?); stopping"
+  exit 1
+fi
+mps=1
+say "MPS started ($CUDA_MPS_PIPE_DIRECTORY)"
+
+export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-60000}
+unset GIN_BACKEND GIN_TRANSPORT
+run() { # name program args...: one program, 2 ranks, bounded
+  local name=$1 prog=$2
+  shift 2
+  local t0=$SECONDS
+  timeout -k 15 "$LIMIT" "$BUILD/ginrun" -n 2 --timeout $((LIMIT - 5)) \
+    "$BUILD/$prog" "$@" --csv "$OUT/$name.csv" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  say "$name: rc=$rc ($((SECONDS - t0)) s): $prog $*"
+  [ $rc -eq 0 ] || { fails=$((fails + 1)); tail -5 "$OUT/$name.log"; }
+}
+pair() { # tag args...: gin, then NVSHMEM with the same arguments
+  local tag=$1
+  shift
+  run "gin_$tag" gin_perf_cuda "$@"
+  run "nvshmem_$tag" nvshmem_perf "$@"
+}
+# shellcheck disable=SC2086 # the settings are argument lists
+{
+  for g in thread warp block; do pair "pp_$g" pingpong -g $g $PP_SIZES $COMMON; done
+  pair bw bw $BW_SIZES $COMMON $GRID
+  pair rate rate $COMMON $GRID
+}
+stop_mps
+
+ver=$(sed -n 's/.*# nvshmem_perf, \(NVSHMEM [0-9.]*\).*/\1/p' "$OUT"/nvshmem_*.log 2>/dev/null | head -1)
+title="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F), gin $(git rev-parse --short HEAD 2>/dev/null) vs ${ver:-NVSHMEM}"
+gin_csv=$(ls "$OUT"/gin_*.csv 2>/dev/null)
+nv_csv=$(ls "$OUT"/nvshmem_*.csv 2>/dev/null)
+if [ -n "$gin_csv" ] && [ -n "$nv_csv" ]; then
+  # shellcheck disable=SC2086
+  python3 scripts/nvshmem-table.py -o "$OUT" --title "$title" \
+    --gin $gin_csv --nvshmem $nv_csv || fails=$((fails + 1))
+else
+  say "no CSVs from one side: no table"
+  fails=$((fails + 1))
+fi
+say "done: $fails failed"
+[ $fails -eq 0 ]
