@@ -26,8 +26,12 @@ GIN_PARAM_STR(param_job_secret, "JOB_SECRET", "",
               "hex digits, or any string (hashed); default: derived from the "
               "launcher's job id, which is not secret")
 
-#define ENV_PORT_MIN 20000 /* derived ports: [ENV_PORT_MIN, +ENV_PORT_SPAN) */
-#define ENV_PORT_SPAN 40000
+/* Derived ports: [ENV_PORT_MIN, +ENV_PORT_SPAN), below Linux's ephemeral
+ * range (32768 up), where an outgoing connection's local port could hold
+ * it (seen in CI: "cannot listen on 127.0.0.1:53332: Address already in
+ * use" while other tests had connections open). */
+#define ENV_PORT_MIN 20000
+#define ENV_PORT_SPAN 12000
 
 /* A job as the launcher describes it. */
 typedef struct env_job {
