@@ -194,6 +194,33 @@ static inline int perf_default_blocks(void) {
   cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
   return n > 0 ? n : 8;
 }
+/* Time marks on the default stream: n events, recorded in stream order,
+ * read once the stream is synchronised (elapsed in us). */
+typedef struct perf_marks {
+  int n;
+  cudaEvent_t *ev;
+} perf_marks_t;
+static inline int perf_marks_make(perf_marks_t *m, int n) {
+  m->n = n;
+  m->ev = (cudaEvent_t *)calloc((size_t)n, sizeof *m->ev);
+  if (!m->ev) return -1;
+  for (int i = 0; i < n; i++)
+    if (cudaEventCreate(&m->ev[i]) != cudaSuccess) return -1;
+  return 0;
+}
+static inline void perf_mark(perf_marks_t *m, int i) {
+  cudaEventRecord(m->ev[i], 0);
+}
+static inline double perf_marks_us(perf_marks_t *m, int i, int j) {
+  float ms = 0;
+  cudaEventElapsedTime(&ms, m->ev[i], m->ev[j]);
+  return (double)ms * 1e3;
+}
+static inline void perf_marks_free(perf_marks_t *m) {
+  for (int i = 0; i < m->n; i++)
+    cudaEventDestroy(m->ev[i]);
+  free(m->ev);
+}
 #else
 static inline int perf_have_device(void) { return 1; }
 static inline int perf_hostflag_alloc(size_t n, void **host, void **dev) {
@@ -249,6 +276,24 @@ static inline int perf_copy_async(void *dst, const void *src, size_t n,
 static inline size_t perf_bw_budget(void) { return (size_t)64 << 20; }
 static inline const char *perf_target_name(void) { return "host"; }
 static inline int perf_default_blocks(void) { return 1; }
+/* Time marks: launches are synchronous on the host target, so a mark is
+ * the wall clock when it is taken. */
+typedef struct perf_marks {
+  int n;
+  double *t;
+} perf_marks_t;
+static inline int perf_marks_make(perf_marks_t *m, int n) {
+  m->n = n;
+  m->t = (double *)calloc((size_t)n, sizeof *m->t);
+  return m->t ? 0 : -1;
+}
+static inline void perf_mark(perf_marks_t *m, int i) {
+  m->t[i] = perf_now_us();
+}
+static inline double perf_marks_us(perf_marks_t *m, int i, int j) {
+  return m->t[j] - m->t[i];
+}
+static inline void perf_marks_free(perf_marks_t *m) { free(m->t); }
 #endif
 
 #endif
