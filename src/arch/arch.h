@@ -81,6 +81,9 @@ gin_result_t gin_arch_memset(void *dst, int value, size_t bytes);
  * Thread safety: any thread; each has its own queue. */
 gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
                                   const size_t *sizes, size_t n);
+/* Sets up the calling (proxy) thread's copy streams now, so that nothing
+ * is created later while kernels run. */
+gin_result_t gin_arch_copy_thread_setup(void);
 /* Waits until every copy the calling thread submitted is complete (one
  * stream synchronisation on cuda; nothing on the host target). The first
  * call on a thread also sets up its queue for this process's device. */

@@ -76,22 +76,26 @@ GIN_HD_FN uint8_t gin_ep_float_to_fp8(float f) {
   return (uint8_t)(sign | v);
 }
 
-/* A dispatch message's payload for one bf16 row of `hidden` channels,
- * written by a THREAD or WARP coop: the row unchanged, or with fp8 the
- * E4M3 bytes [hidden] then one fp32 scale per 128 channels
+/* Part `part` of `parts` of a dispatch message's payload for one bf16 row
+ * of `hidden` channels, written by a THREAD or WARP coop (parts coops
+ * together write all of it): the row unchanged, or with fp8 the E4M3
+ * bytes [hidden] then one fp32 scale per 128 channels
  * (amax = max(max |x|, GIN_EP_AMAX_MIN), scale = amax / 448,
  * q = fp8(x * 448 / amax)). Each thread casts 4 channels of a group at a
- * time; the coop reduces the group's amax. */
+ * time; the coop reduces the group's amax; part p takes groups p,
+ * p + parts, ... */
 GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
-                                       char *out, gin_coop_t coop) {
+                                       char *out, gin_coop_t coop, int part,
+                                       int parts) {
   int rank = gin_coop_rank(coop), size = gin_coop_size(coop);
   if (!fp8) {
-    gin_copy_coop(out, (const char *)row, (size_t)hidden * 2, rank, size);
+    gin_copy_coop(out, (const char *)row, (size_t)hidden * 2,
+                  part * size + rank, parts * size);
     return;
   }
   float *scales = (float *)(out + hidden);
   int vec = (((uintptr_t)row | (uintptr_t)out) & 7) == 0;
-  for (int grp = 0; grp < hidden / GIN_EP_FP8_GROUP; grp++) {
+  for (int grp = part; grp < hidden / GIN_EP_FP8_GROUP; grp += parts) {
     const uint16_t *in = row + (size_t)grp * GIN_EP_FP8_GROUP;
     uint8_t *q = (uint8_t *)out + (size_t)grp * GIN_EP_FP8_GROUP;
     float amax = 0.0f;

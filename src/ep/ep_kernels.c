@@ -55,79 +55,68 @@ GIN_DEVICE_FN int ep_nwarps(void) {
   return gin_grid_dim() * ep_warps_per_block();
 }
 
-/* slots[k] = how many tokens before t are routed to token t's k-th
- * expert: its slot there (arrivals in token order). One warp. */
-GIN_DEVICE_FN void ep_slots(const gin_ep_args_t *a, int t, int *slots) {
-  const int K = a->g.K;
-  const int32_t *mine = a->topk + (size_t)t * (size_t)K;
-  int lane = ep_lane(), n = gin_coop_size(EP_WARP);
-  for (int k0 = 0; k0 < K; k0 += 8) { /* eight experts per pass */
-    int32_t e[8];
-    uint32_t c[8];
-    for (int j = 0; j < 8; j++) {
-      e[j] = k0 + j < K ? mine[k0 + j] : -1;
-      c[j] = 0;
-    }
-    for (int i = lane; i < t * K; i += n) {
-      int32_t v = a->topk[i];
-      for (int j = 0; j < 8; j++)
-        c[j] += v >= 0 && v == e[j];
-    }
-    for (int j = 0; j < 8 && k0 + j < K; j++)
-      slots[k0 + j] = (int)gin_coop_sum_u32(EP_WARP, c[j]);
-  }
+/* Token t's slot at expert e (one of its experts): how many tokens before
+ * t are routed there, so arrivals sit in token order. One warp. */
+GIN_DEVICE_FN int ep_slot(const gin_ep_args_t *a, int t, int e) {
+  uint32_t c = 0;
+  for (int i = ep_lane(); i < t * a->g.K; i += gin_coop_size(EP_WARP))
+    c += a->topk[i] == e;
+  return (int)gin_coop_sum_u32(EP_WARP, c);
 }
 
-/* Sends token t (one warp): casts its row once into its send slot, then
- * for every routed expert puts the (token, k) header and the payload to
- * the token's slot at the expert's rank, and counts the token there. */
+/* Sends token t (one block): its warps cast the row once into its send
+ * slot (the row's groups split over the warps), then warp w puts the
+ * (token, k) header and the payload for top-k slots w, w + warps, ... to
+ * the token's slot at the expert's rank and counts the token there. */
 GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
   const gin_ep_geom_t *g = &a->g;
   const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
   size_t soff = gin_ep_send_off(g, t);
+  int w = ep_warp_in_block(), nw = ep_warps_per_block();
   gin_ep_pack_payload(a->x + (size_t)t * (size_t)g->H, g->H, g->fp8,
-                      a->base + soff + GIN_EP_HEADER, EP_WARP);
-  int slots[32];
-  ep_slots(a, t, slots);
-  for (int k = 0; k < g->K; k++) {
+                      a->base + soff + GIN_EP_HEADER, EP_WARP, w, nw);
+  gin_coop_sync(GIN_COOP_BLOCK); /* every warp's part written */
+  int rc = GIN_SUCCESS;
+  for (int k = w; k < g->K && rc == GIN_SUCCESS; k += nw) {
     int e = a->topk[(size_t)t * (size_t)g->K + (size_t)k];
     if (e < 0) continue;
     int dst = e / g->L, ctx = dst % dc->nctx;
-    size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, slots[k]);
-    int rc = gin_put_value(dc, ctx, world, dst, a->win, roff,
-                           (uint64_t)(uint32_t)t | (uint64_t)k << 32, 8,
-                           gin_remote_none(), EP_WARP);
+    size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, ep_slot(a, t, e));
+    rc = gin_put_value(dc, ctx, world, dst, a->win, roff,
+                       (uint64_t)(uint32_t)t | (uint64_t)k << 32, 8,
+                       gin_remote_none(), EP_WARP);
     if (rc == GIN_SUCCESS)
       rc = gin_put(dc, ctx, world, dst, a->win, roff + GIN_EP_HEADER, a->win,
                    soff + GIN_EP_HEADER, g->msg - GIN_EP_HEADER,
                    gin_remote_none(), gin_local_none(), EP_WARP);
-    if (rc) return rc;
-    if (ep_lane() == 0) gin_fetch_add_relaxed_u64(&a->scratch[e], 1);
+    if (rc == GIN_SUCCESS && ep_lane() == 0)
+      gin_fetch_add_relaxed_u64(&a->scratch[e], 1);
   }
-  return GIN_SUCCESS;
+  return gin_coop_rc(GIN_COOP_BLOCK, rc);
 }
 
-/* Send phase of dispatch: warp w sends tokens w, w + warps, ... The last
- * warp to finish (counted in scratch[E]) adds count + 1 to every
- * expert's (set, expert, me) signal, on the context of the expert's rank
- * (after the tokens there), and zeroes the counters for the next launch. */
+/* Send phase of dispatch: block b sends tokens b, b + grid, ... The last
+ * block to finish (counted in scratch[E]) adds, with its first warp,
+ * count + 1 to every expert's (set, expert, me) signal, on the context of
+ * the expert's rank (after the tokens there), and zeroes the counters for
+ * the next launch. */
 GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
   if (ep_routing_bad(&args)) return;
-  for (int t = ep_warp(); t < args.T; t += ep_nwarps())
+  for (int t = gin_block_idx(); t < args.T; t += gin_grid_dim())
     if (ep_send_token(&args, t)) return;
+  if (ep_warp_in_block() != 0) return; /* the block is done (rc synced) */
   uint64_t *done = &args.scratch[g->E];
   uint64_t prev = 0;
-  gin_coop_sync(EP_WARP);
   if (ep_lane() == 0) {
-    gin_fence_system(); /* this warp's puts and counts before its arrival */
+    gin_fence_system(); /* the block's puts and counts before its arrival */
     prev = gin_fetch_add_relaxed_u64(done, 1);
-    gin_fence_system(); /* the other warps' before the signals below */
+    gin_fence_system(); /* the other blocks' before the signals below */
   }
   prev = gin_coop_bcast_u64(EP_WARP, prev);
-  if (prev + 1 != (uint64_t)ep_nwarps()) return;
+  if (prev + 1 != (uint64_t)gin_grid_dim()) return;
   gin_fence_system(); /* every lane: the others' tokens before its signals */
   gin_team_t world = gin_team_world(dc);
   for (int e = ep_lane(); e < g->E; e += gin_coop_size(EP_WARP)) {
@@ -307,9 +296,9 @@ extern "C" {
 #endif
 
 gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream) {
-  /* A warp per token (the signals go out once every warp is done). */
-  return gin_launch(k_ep_dispatch_send, ep_grid(ep_blocks_for_warps(a->T)),
-                    EP_THREADS, EP_STREAM(stream), a);
+  /* A block per token (the signals go out once every block is done). */
+  return gin_launch(k_ep_dispatch_send, ep_grid(a->T), EP_THREADS,
+                    EP_STREAM(stream), a);
 }
 
 gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream) {

@@ -52,6 +52,8 @@ typedef struct proxy_thread {
   struct gin_proxy *px;
   int idx;
   pthread_t tid;
+  gin_result_t start_res; /* its transports' thread_start */
+  char start_msg[200];
 } proxy_thread_t;
 
 struct gin_proxy {
@@ -63,6 +65,7 @@ struct gin_proxy {
   int next_thread;         /* round-robin ring assignment */
   int stop;
   int busy;
+  int started; /* threads past their setup (atomic) */
   int trace; /* GIN_DEBUG=TRACE for PROXY, read once: no call per descriptor */
   const gin_transport_ops_t *ops[GIN_TRANSPORT_MAX];
   void *state[GIN_TRANSPORT_MAX];
@@ -366,6 +369,17 @@ static void *proxy_main(void *p) {
   uint64_t traffic = 0; /* the transports' traffic counts, summed */
   const uint32_t spins = gin_arch_proxy_idle_spins();
   proxy_pin(px, th->idx);
+  /* Set up this thread's device stream and the transports' per-thread
+   * state now, inside gin_comm_init: made at the first operation instead,
+   * pinned allocations waited for the kernel that waited for them. */
+  gin_result_t res = gin_arch_copy_thread_setup();
+  for (int t = 0; t < GIN_TRANSPORT_MAX && res == GIN_SUCCESS; t++)
+    if (px->ops[t] && px->ops[t]->thread_start)
+      res = px->ops[t]->thread_start(px->state[t]);
+  th->start_res = res;
+  if (res != GIN_SUCCESS)
+    snprintf(th->start_msg, sizeof th->start_msg, "%s", gin_last_error());
+  __atomic_fetch_add(&px->started, 1, __ATOMIC_RELEASE);
   while (!__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE)) {
     int did = 0;
     unsigned used = 0;
@@ -455,6 +469,19 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
       break;
     }
   }
+  /* Every thread set itself up (bounded: setup does not wait on peers). */
+  uint64_t deadline = gin_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  while (res == GIN_SUCCESS &&
+         __atomic_load_n(&px->started, __ATOMIC_ACQUIRE) < px->nthreads) {
+    if (gin_now_ns() > deadline)
+      res = GIN_ERROR(GIN_ERR_TIMEOUT, "proxy threads did not start in %lld ms",
+                      (long long)c->timeout_ms);
+    sched_yield();
+  }
+  for (int i = 0; i < px->nthreads && res == GIN_SUCCESS; i++)
+    if (px->th[i].start_res != GIN_SUCCESS)
+      res = GIN_ERROR(px->th[i].start_res, "proxy thread %d: %s", i,
+                      px->th[i].start_msg);
   if (res != GIN_SUCCESS) {
     gin_proxy_detach(c);
     return res;

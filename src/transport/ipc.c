@@ -275,6 +275,12 @@ static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
   return GIN_SUCCESS;
 }
 
+/* The calling proxy thread's lane, made before any kernel runs. */
+static gin_result_t ipc_thread_start(void *state) {
+  ipc_lane_t *l;
+  return lane_get((ipc_state_t *)state, 1, &l);
+}
+
 /* Nothing to drive: each proxy thread flushes its lane after each batch. */
 static gin_result_t ipc_progress(void *state) { return GIN_SUCCESS; }
 
@@ -304,4 +310,5 @@ const gin_transport_ops_t gin_transport_ipc = {
     .flush = ipc_flush,
     .progress = ipc_progress,
     .fini = ipc_fini,
+    .thread_start = ipc_thread_start,
 };

@@ -1035,6 +1035,21 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
       goto fini_state;
     }
   }
+  /* Staging now, not at the first operation: allocating pinned memory may
+   * wait until the device is idle, while a kernel spins on what that
+   * operation delivers (seen on the H200: EP over the proxy stalled until
+   * the timeout). */
+  for (int r = 0; r < n; r++) {
+    if (conns[r].fd < 0) continue;
+    if (gin_arch_staging_alloc(s->tx_cap, (void **)&conns[r].tx) !=
+            GIN_SUCCESS ||
+        gin_arch_staging_alloc(TCP_RX_BYTES, (void **)&conns[r].rx) !=
+            GIN_SUCCESS) {
+      res = GIN_ERROR(GIN_ERR_NOMEM, "tcp: staging buffers for peer %d", r);
+      goto fini_state;
+    }
+    conns[r].tx_cap = s->tx_cap;
+  }
   if (lfd >= 0) close(lfd);
   free(all);
   free(want);

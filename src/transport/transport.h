@@ -52,6 +52,10 @@ typedef struct gin_transport_ops {
    * polling while it grows instead of napping: a rank that only receives
    * has no descriptors of its own to count as work. Any thread. */
   uint64_t (*traffic)(void *state);
+  /* Optional (NULL: none): called by each proxy thread once, before it
+   * serves anything, to set up what it will use (inside gin_comm_init:
+   * allocating pinned memory later may wait for a spinning kernel). */
+  gin_result_t (*thread_start)(void *state);
 } gin_transport_ops_t;
 
 /* Transport ids: GIN_TRANSPORT_*_ID in core/comm.h. */

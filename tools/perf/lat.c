@@ -14,30 +14,32 @@
 #include "perf/perf.h"
 
 enum {
-  V_RAW_STORE = 0, /* payload-free flag, st.release (the floor) */
-  V_RAW_RED,       /* flag bumped with red.release.add instead */
-  V_RAW_DATA,      /* 8-byte payload store, then st.release flag */
-  V_RAW_DATA_RED,  /* 8-byte payload, then red.release.add flag */
-  V_RAW_COPY,      /* payload loaded from this rank's window (the bytes the
-                      peer just wrote there), stored, red.release.add flag */
-  V_RAW_COPY_COLD, /* the same from a line the peer does not write */
-  V_RAW_TABLE,     /* raw_copy, the destination base read from the window
-                      base table each time (gin_put's one lookup) */
-  V_RAW_PEERSIG,   /* raw_data_red to the signal, its pointer read from the
-                      devcomm (kernel parameters) each time, as gin_signal */
-  V_RAW_GPU,       /* raw_data_red at GPU scope (release add, acquire
-                      poll): the two ranks share one GPU */
-  V_LIB_WAIT,      /* raw payload + red.add on the signal, gin_signal_wait */
-  V_LIB_PUT,       /* gin_put + signal, the waiter spins on the word */
-  V_PUT,           /* gin_put + gin_signal_wait: the API (any coop) */
-  V_SIGNAL,        /* gin_signal + gin_signal_wait */
+  V_RAW_STORE = 0,   /* payload-free flag, st.release (the floor) */
+  V_RAW_RED,         /* flag bumped with red.release.add instead */
+  V_RAW_DATA,        /* 8-byte payload store, then st.release flag */
+  V_RAW_DATA_RED,    /* 8-byte payload, then red.release.add flag */
+  V_RAW_COPY,        /* payload loaded from this rank's window (the bytes the
+                        peer just wrote there), stored, red.release.add flag */
+  V_RAW_COPY_COLD,   /* the same from a line the peer does not write */
+  V_RAW_TABLE,       /* raw_copy, the destination base read from the window
+                        base table each time (gin_put's one lookup) */
+  V_RAW_PEERSIG,     /* raw_data_red to the signal, its pointer read from the
+                        devcomm (kernel parameters) each time, as gin_signal */
+  V_RAW_PEERSIG_IMM, /* the same, the pointer read from a fixed parameter
+                        offset (no indexed constant load) */
+  V_RAW_GPU,         /* raw_data_red at GPU scope (release add, acquire
+                        poll): the two ranks share one GPU */
+  V_LIB_WAIT,        /* raw payload + red.add on the signal, gin_signal_wait */
+  V_LIB_PUT,         /* gin_put + signal, the waiter spins on the word */
+  V_PUT,             /* gin_put + gin_signal_wait: the API (any coop) */
+  V_SIGNAL,          /* gin_signal + gin_signal_wait */
   V_COUNT
 };
 
 static const char *const ladder_names[V_COUNT] = {
-    "raw_store",     "raw_red",   "raw_data",    "raw_data_red", "raw_copy",
-    "raw_copy_cold", "raw_table", "raw_peersig", "raw_gpu",      "lib_wait",
-    "lib_put",       "put",       "signal"};
+    "raw_store",     "raw_red",   "raw_data",    "raw_data_red",    "raw_copy",
+    "raw_copy_cold", "raw_table", "raw_peersig", "raw_peersig_imm", "raw_gpu",
+    "lib_wait",      "lib_put",   "put",         "signal"};
 
 #define V_RAW_LAST V_RAW_GPU /* variants up to here bypass the library */
 
@@ -125,6 +127,14 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
       gin_add_release_u64(sig + PEERSIG_SLOT, 1);
     }
     break;
+  case V_RAW_PEERSIG_IMM:
+    if (lead) {
+      uint64_t *sig =
+          dc->rank == 0 ? dc->peer_sig_inline[1] : dc->peer_sig_inline[0];
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
+      gin_add_release_u64(sig + PEERSIG_SLOT, 1);
+    }
+    break;
   case V_RAW_GPU:
     if (lead) {
       *(volatile uint64_t *)(theirs + PERF_DATA / 8) = want;
@@ -159,7 +169,7 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
 GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
                             const uint64_t *mine) {
   const gin_devcomm_t *dc = &a->dc;
-  if (a->variant == V_RAW_PEERSIG) {
+  if (a->variant == V_RAW_PEERSIG || a->variant == V_RAW_PEERSIG_IMM) {
     spin_until(&dc->signals[PEERSIG_SLOT], want);
     gin_coop_sync(a->coop);
   } else if (a->variant == V_RAW_GPU) {
@@ -226,9 +236,9 @@ static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
   a.samples = env->samples;
   if (issue) a.issue = env->samples + a.iters + 2;
   a.src = (const uint64_t *)((const char *)env->win.local + PERF_DATA);
-  int slot = v == V_RAW_PEERSIG ? PEERSIG_SLOT
-             : v <= V_RAW_LAST  ? FLAG_SLOT
-                                : 0;
+  int slot = v == V_RAW_PEERSIG || v == V_RAW_PEERSIG_IMM ? PEERSIG_SLOT
+             : v <= V_RAW_LAST                            ? FLAG_SLOT
+                                                          : 0;
   a.base = env->sig_base[slot];
   PERF_CHECK(gin_comm_barrier(env->comm));
   PERF_CHECK(gin_launch(k_lat, 1, perf_coop_threads(c), 0, &a));

@@ -91,13 +91,15 @@ GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) {
 #endif
   }
   if (c == GIN_COOP_BLOCK) {
+    /* One barrier when every thread succeeded (the common case); the
+     * smallest code only when one failed. */
+    if (!__syncthreads_or(rc != 0)) return 0;
     __shared__ int gin_coop_rc_word;
-    __syncthreads();
     if (threadIdx.x == 0) gin_coop_rc_word = 0x7fffffff;
     __syncthreads();
     atomicMin(&gin_coop_rc_word, rc);
     __syncthreads();
-    return gin_coop_rc_word;
+    return gin_coop_rc_word; /* rewritten only after the next call's barrier */
   }
   return rc;
 }
@@ -206,6 +208,11 @@ GIN_DEVICE_FN uint8_t gin_ro_u8(const uint8_t *p) {
 GIN_DEVICE_FN void *gin_ro_ptr(void *const *p) {
   return (void *)gin_ro_u64((const uint64_t *)p);
 }
+/* p, which the compiler may no longer trace to where it was loaded. */
+GIN_DEVICE_FN void *gin_opaque_ptr(void *p) {
+  asm("" : "+l"(p));
+  return p;
+}
 GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -263,6 +270,7 @@ GIN_DEVICE_FN uint64_t gin_ro_u64(const uint64_t *p) { return *p; }
 GIN_DEVICE_FN uint32_t gin_ro_u32(const uint32_t *p) { return *p; }
 GIN_DEVICE_FN uint8_t gin_ro_u8(const uint8_t *p) { return *p; }
 GIN_DEVICE_FN void *gin_ro_ptr(void *const *p) { return *p; }
+GIN_DEVICE_FN void *gin_opaque_ptr(void *p) { return p; }
 GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -405,6 +405,17 @@ gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
   return copy_batch(d, r, z, k, s);
 }
 
+gin_result_t gin_arch_copy_thread_setup(void) {
+  cudaStream_t s;
+  GIN_CHECK(thread_stream(&s));
+  int64_t k = param_copy_streams();
+  if (k > 1 && !thread_side((int)(k > COPY_SIDE_MAX ? COPY_SIDE_MAX : k)))
+    return GIN_ERROR(GIN_ERR_CUDA,
+                     "proxy thread: cannot make %lld copy streams",
+                     (long long)k);
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_arch_copy_wait(void) {
   cudaStream_t s;
   GIN_CHECK(thread_stream(&s));

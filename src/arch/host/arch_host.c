@@ -110,6 +110,8 @@ gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
   return GIN_SUCCESS;
 }
 
+gin_result_t gin_arch_copy_thread_setup(void) { return GIN_SUCCESS; }
+
 gin_result_t gin_arch_copy_wait(void) {
   return GIN_SUCCESS; /* submit copied already */
 }
