@@ -90,6 +90,42 @@ if [ "${MODE:-all}" = final ]; then
   exit 0
 fi
 
+if [ "${MODE:-all}" = diag3 ]; then
+# Block coops with one barrier for the result, the ladder's immediate-offset
+# rung, EP timed as a pipeline, and the EP-over-proxy stall under a few
+# CUDA settings (MPS on and off, hardware queues).
+P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
+pf ladder_PN $R -n 2 --timeout 100 $PN ladder -n 5000 -w 500
+for g in thread warp block; do pf pp_nochecks_$g $R -n 2 --timeout 100 $PN pingpong -g $g -b 8 -e 4096 -f 8 -n 3000 -w 300; done
+for n in 2 4; do run conformance_cuda_$n $R -n $n --timeout 120 $T/conformance_cuda; done
+run soak_cuda_4 $R -n 4 --timeout 120 build-dev/tests/soak/soak_cuda --seconds 5
+E=build-dev/tests/ep
+for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 200 $E/test_ep_cuda; done
+B=build-dev/gin_ep_bench_cuda
+run ep_bench_8 $R -n 8 --timeout 200 $B -n 50 -w 5 --csv $OUT/ep_bench_8.csv
+run ep_bench_8_bf16 $R -n 8 --timeout 200 $B --bf16 -n 50 -w 5 --csv $OUT/ep_bench_8_bf16.csv
+run ep_bench_4 $R -n 4 --timeout 200 $B -n 50 -w 5 --csv $OUT/ep_bench_4.csv
+run ep_bench_2 $R -n 2 --timeout 200 $B -n 50 -w 5 --csv $OUT/ep_bench_2.csv
+export GIN_TIMEOUT_MS=5000
+H=build-dev/gin_ep_hello_cuda
+run px_hello env GIN_BACKEND=proxy $R -n 2 --timeout 40 $H
+run px_hello_conn32 env GIN_BACKEND=proxy CUDA_DEVICE_MAX_CONNECTIONS=32 $R -n 2 --timeout 40 $H
+run px_test_ep env GIN_BACKEND=proxy $R -n 2 --timeout 60 $E/test_ep_cuda
+run px_test_ep_conn1 env GIN_BACKEND=proxy CUDA_DEVICE_MAX_CONNECTIONS=1 $R -n 2 --timeout 60 $E/test_ep_cuda
+run px_hello_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 40 $H
+run px_test_ep_4 env GIN_BACKEND=proxy $R -n 4 --timeout 100 $E/test_ep_cuda
+run px_test_ep_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 100 $E/test_ep_cuda
+for n in 2 4; do run px_conformance_$n env GIN_BACKEND=proxy $R -n $n --timeout 100 $T/conformance_cuda; done
+run px_conformance_tinyring_4 env GIN_BACKEND=proxy GIN_PROXY_RING_SIZE=8 $R -n 4 --timeout 100 $T/conformance_cuda
+export GIN_TIMEOUT_MS=60000
+run px_ep_bench_8 env GIN_BACKEND=proxy $R -n 8 --timeout 200 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_8.csv
+run px_ep_bench_2 env GIN_BACKEND=proxy $R -n 2 --timeout 200 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_2.csv
+echo quit | nvidia-cuda-mps-control; sleep 1
+cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+cat "$FINAL/summary.txt"
+exit 0
+fi
+
 if [ "${MODE:-all}" = nvs3 ]; then
 # NVSHMEM side by side (shorter sweeps), then the EP benchmark again.
 echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1

@@ -2,15 +2,19 @@
  * ginrun: starts N ranks of a program on this host for
  * gin_comm_init_from_env.
  *
- *   ginrun [-n N] [--timeout SEC] [--env] [--no-prefix] prog [args...]
+ *   ginrun [-n N] [--timeout SEC] [--grace SEC] [--env] [--no-prefix]
+ *          prog [args...]
  *
  * Creates a unique id (the bootstrap root runs in this process), forks N
  * children with GIN_RANK, GIN_NRANKS, GIN_LOCAL_RANK, GIN_LOCAL_SIZE and
  * GIN_UNIQUE_ID set, and forwards their stdout and stderr line by line with
  * a "[rank] " prefix. The first rank that fails (non-zero exit or signal)
- * stops the job: the others get SIGTERM, then SIGKILL after a grace period.
- * The children share one process group, so no rank outlives ginrun.
- * Children read stdin from /dev/null.
+ * is reported with its pid and ends the job: the others get --grace
+ * seconds (default 5) to notice (gin aborts their communicators within
+ * milliseconds), report and exit on their own, each exit reported too;
+ * those still running then get SIGTERM, and SIGKILL 2 s later. The
+ * children share one process group, so no rank outlives ginrun. Children
+ * read stdin from /dev/null.
  *
  * Exit status: 0 if every rank exited 0; else the failing rank's code or
  * 128+signal; 124 on --timeout; 128+signal when ginrun itself was
@@ -36,6 +40,7 @@
 #define GINRUN_LINE_MAX 65536 /* longer lines are forwarded in pieces */
 #define GINRUN_GRACE_MS 2000  /* SIGTERM -> SIGKILL */
 #define GINRUN_DRAIN_MS 1000  /* output still read after the last exit */
+#define GINRUN_REPORT_S 5.0   /* default --grace */
 
 extern char **environ;
 
@@ -58,11 +63,15 @@ typedef struct ginrun {
   int nranks;
   int prefix;
   double timeout_s; /* 0: none */
+  double grace_s;   /* after a rank failed, the others' time to exit */
   pid_t pgid;
   ginrun_rank_t *ranks;
   ginrun_stream_t *streams; /* 2 per rank */
-  int stopping;             /* SIGTERM (or a forwarded signal) sent */
-  uint64_t kill_at_ns;      /* then SIGKILL at this time */
+  int failed;               /* a rank failed: the others may finish */
+  int failed_rank;
+  uint64_t stop_at_ns; /* then they are stopped at this time */
+  int stopping;        /* SIGTERM (or a forwarded signal) sent */
+  uint64_t kill_at_ns; /* then SIGKILL at this time */
   int killed;
   int exit_code; /* -1 until the first cause of the job's end */
 } ginrun_t;
@@ -89,8 +98,8 @@ static uint64_t ginrun_now_ns(void) {
 }
 
 static void ginrun_usage(FILE *f) {
-  fprintf(f, "usage: ginrun [-n N] [--timeout SEC] [--env] [--no-prefix] "
-             "prog [args...]\n");
+  fprintf(f, "usage: ginrun [-n N] [--timeout SEC] [--grace SEC] [--env] "
+             "[--no-prefix] prog [args...]\n");
 }
 
 static void ginrun_usage_error(const char *fmt, const char *arg) {
@@ -261,14 +270,20 @@ static int ginrun_check_ranks(ginrun_t *job) {
     rk->exited = 1;
     if (si.si_code == CLD_EXITED && si.si_status == 0) continue;
     if (job->stopping) continue; /* a consequence of our stopping */
-    if (si.si_code == CLD_EXITED) {
-      fprintf(stderr, "ginrun: rank %d exited with code %d\n", r, si.si_status);
-      ginrun_stop(job, SIGTERM, si.si_status);
-    } else {
-      fprintf(stderr, "ginrun: rank %d killed by signal %d (%s)\n", r,
-              si.si_status, strsignal(si.si_status));
-      ginrun_stop(job, SIGTERM, 128 + si.si_status);
-    }
+    int code = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+    if (si.si_code == CLD_EXITED)
+      fprintf(stderr, "ginrun: rank %d (pid %d) exited with code %d\n", r,
+              (int)rk->pid, si.si_status);
+    else
+      fprintf(stderr, "ginrun: rank %d (pid %d) killed by signal %d (%s)\n", r,
+              (int)rk->pid, si.si_status, strsignal(si.si_status));
+    if (job->failed) continue; /* reported; the first failure decides */
+    /* The others may still report it (their gin calls fail naming this
+     * rank) and exit on their own, for a bounded time. */
+    job->failed = 1;
+    job->failed_rank = r;
+    job->exit_code = code;
+    job->stop_at_ns = ginrun_now_ns() + (uint64_t)(job->grace_s * 1e9);
   }
   return running;
 }
@@ -363,6 +378,15 @@ static void ginrun_loop(ginrun_t *job) {
       ginrun_stop(job, sig, 128 + sig);
       seen_signals = sig_count;
     }
+    if (job->failed && !job->stopping && now >= job->stop_at_ns) {
+      if (running > 0)
+        fprintf(stderr,
+                "ginrun: stopping %d rank%s still running %g s after rank "
+                "%d failed\n",
+                running, running == 1 ? "" : "s", job->grace_s,
+                job->failed_rank);
+      ginrun_stop(job, SIGTERM, job->exit_code);
+    }
     if (now >= job_end && !job->stopping) {
       fprintf(stderr,
               "ginrun: job timed out after %g s; stopping %d "
@@ -376,6 +400,8 @@ static void ginrun_loop(ginrun_t *job) {
     }
     uint64_t wake = now + 1000000000ull;
     if (!job->stopping && job_end < wake) wake = job_end;
+    if (job->failed && !job->stopping && job->stop_at_ns < wake)
+      wake = job->stop_at_ns;
     if (job->stopping && !job->killed && job->kill_at_ns < wake)
       wake = job->kill_at_ns;
     if (drain_end < wake) wake = drain_end;
@@ -453,7 +479,8 @@ out_free:
 }
 
 int main(int argc, char **argv) {
-  ginrun_t job = {.nranks = 1, .prefix = 1, .exit_code = -1};
+  ginrun_t job = {
+      .nranks = 1, .prefix = 1, .exit_code = -1, .grace_s = GINRUN_REPORT_S};
   int print_env = 0, i;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i], *val = NULL;
@@ -469,13 +496,14 @@ int main(int argc, char **argv) {
       print_env = 1;
     } else if (!strcmp(a, "--no-prefix")) {
       job.prefix = 0;
-    } else if (!strcmp(a, "-n") || !strcmp(a, "--timeout")) {
+    } else if (!strcmp(a, "-n") || !strcmp(a, "--timeout") ||
+               !strcmp(a, "--grace")) {
       if (i + 1 >= argc) ginrun_usage_error("%s needs a value", a);
       val = argv[++i];
     } else if (!strncmp(a, "-n", 2)) {
       val = a + 2;
-    } else if (!strncmp(a, "--timeout=", 10)) {
-      val = a + 10;
+    } else if (!strncmp(a, "--timeout=", 10) || !strncmp(a, "--grace=", 8)) {
+      val = strchr(a, '=') + 1;
     } else {
       ginrun_usage_error("unknown option %s", a);
     }
@@ -487,11 +515,16 @@ int main(int argc, char **argv) {
       if (errno || end == val || *end || n < 1 || n > GIN_MAX_RANKS)
         ginrun_usage_error("bad rank count \"%s\" (1..1024)", val);
       job.nranks = (int)n;
-    } else {
+    } else if (a[2] == 't') {
       double t = strtod(val, &end);
       if (errno || end == val || *end || !(t > 0) || t > 1e8)
         ginrun_usage_error("bad timeout \"%s\" (seconds > 0)", val);
       job.timeout_s = t;
+    } else {
+      double t = strtod(val, &end);
+      if (errno || end == val || *end || !(t >= 0) || t > 1e8)
+        ginrun_usage_error("bad grace \"%s\" (seconds >= 0)", val);
+      job.grace_s = t;
     }
   }
   if (print_env) return ginrun_print_env();

@@ -10,6 +10,14 @@
  * communicator must not run concurrently from several threads; calls on
  * distinct communicators may. gin_comm_abort may be called from any thread
  * at any time.
+ *
+ * Dead ranks: a rank whose process ends without gin_comm_destroy (killed,
+ * crashed, exited) is noticed by the others within milliseconds (GIN_WATCH,
+ * on by default): each survivor's communicator is aborted, its device waits
+ * stop, and its pending and later calls fail with GIN_ERR_REMOTE and a
+ * message naming the rank ("rank 3 (pid 4242 on host) died: ..."), also
+ * through gin_comm_get_async_error. A host that vanishes without closing
+ * its connections is noticed by TCP keepalive within about the timeout.
  */
 #ifndef GIN_GIN_H
 #define GIN_GIN_H
@@ -99,9 +107,12 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
                                     const gin_config_t *cfg);
 
 /* Tears down a communicator: windows and device communicators still
- * registered are released, peers' mappings closed. Local (not collective);
- * call it on every rank after the last kernel using it has finished.
- * GIN_ERR_STATE if comm is not a live communicator (destroyed twice). */
+ * registered are released, peers' mappings closed, and the other ranks
+ * told that this one leaves (so its going is not taken for a death).
+ * Local (not collective); call it on every rank after the last kernel
+ * using it has finished. Also succeeds, and frees everything, on an
+ * aborted communicator (a rank died). GIN_ERR_STATE if comm is not a live
+ * communicator (destroyed twice). */
 gin_result_t gin_comm_destroy(gin_comm_t comm);
 
 /* Marks the communicator aborted: every device and host wait on it (and on
@@ -112,7 +123,9 @@ gin_result_t gin_comm_abort(gin_comm_t comm);
 /* Reports an error raised asynchronously (by a device wait that timed out,
  * a device-side argument check, or an abort), GIN_SUCCESS if none. The
  * message (gin_last_error) names the rank, signal/counter/window and the
- * values seen. Call it after synchronising with the kernels. */
+ * values seen. A dead rank comes first (GIN_ERR_REMOTE, "rank R (pid P on
+ * host) died: ..."): what else failed followed from it. Call it after
+ * synchronising with the kernels. */
 gin_result_t gin_comm_get_async_error(gin_comm_t comm);
 
 gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);
@@ -157,7 +170,9 @@ gin_result_t gin_window_register(gin_comm_t comm, void *ptr, size_t size,
                                  gin_window_t *win_out);
 /* Collective: unmaps peers' views and retires the handle (later device use
  * of it is reported as a bad window). GIN_ERR_INVALID for a handle that is
- * not live (deregistered twice). */
+ * not live (deregistered twice). On an aborted communicator (a rank died)
+ * it releases the window on this rank alone, so its memory can be freed,
+ * and returns the abort's error. */
 gin_result_t gin_window_deregister(gin_comm_t comm, gin_window_t win);
 
 /* ------------------------------------------------- device communicator */

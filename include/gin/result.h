@@ -12,7 +12,7 @@ typedef int gin_result_t;
 #define GIN_ERR_ABORTED (-5)     /* the communicator was aborted */
 #define GIN_ERR_UNSUPPORTED (-6) /* not supported by this path/transport */
 #define GIN_ERR_AGAIN (-7)       /* no resources now; retry later */
-#define GIN_ERR_REMOTE (-8)      /* a peer failed or went away */
+#define GIN_ERR_REMOTE (-8)      /* a peer failed or died (named) */
 #define GIN_ERR_CUDA (-9)        /* a CUDA call failed */
 #define GIN_ERR_STATE (-10)      /* wrong state (destroyed, not live) */
 #define GIN_ERR_PROTOCOL (-11)   /* malformed or unauthenticated bytes */

@@ -42,6 +42,10 @@
 #define BS_MAX_PENDING 64         /* connections waiting for their hello */
 #define BS_RETRY_MS 20            /* pause between connection attempts */
 #define BS_ADDRSTR 64
+/* Collectives check the owner's abort this often; a broken ring waits at
+ * most this long for the owner to name its cause (a dead rank). */
+#define BS_ABORT_SLICE_MS 20
+#define BS_SETTLE_MS 1000
 
 enum { BS_STATUS_OK = 0, BS_STATUS_TIMEOUT = 1, BS_STATUS_REFUSED = 2 };
 enum { BS_IO_OK = 0, BS_IO_TIMEOUT = -1, BS_IO_EOF = -2 };
@@ -66,6 +70,11 @@ struct gin_bs {
   uint32_t seq;         /* collectives so far, checked against the peer */
   int broken;           /* a collective failed: the ring is unusable */
   gin_net_addr_t next_addr, prev_addr;
+  int lfd;                  /* listening socket until gin_bs_link, or -1 */
+  gin_net_addr_t *addrs;    /* [nranks] listen addresses, for gin_bs_link */
+  uint8_t secret[16];       /* the job's, for gin_bs_link's hellos */
+  gin_bs_abort_fn abort_fn; /* the owner's abort state, or NULL */
+  void *abort_arg;
 };
 
 /* ------------------------------------------------------------- wire */
@@ -815,6 +824,11 @@ static gin_result_t bs_join(gin_bs_t *bs, const gin_bs_uid_t *u,
                    out_free_addrs);
   GIN_INFO(BOOTSTRAP, "bootstrap: rank %d of %d joined via root %s", bs->rank,
            bs->nranks, rstr);
+  /* Kept for gin_bs_link (more connections among the ranks). */
+  bs->lfd = lfd;
+  lfd = -1;
+  bs->addrs = addrs;
+  addrs = NULL;
 out_free_addrs:
   free(addrs);
 out_close_listen:
@@ -852,13 +866,146 @@ gin_result_t gin_bs_init(const gin_unique_id_t *uid, int rank, int nranks,
                    .nranks = nranks,
                    .timeout_ms = timeout_ms,
                    .next_fd = -1,
-                   .prev_fd = -1};
+                   .prev_fd = -1,
+                   .lfd = -1};
+  memcpy(bs->secret, u.secret, 16);
   gin_result_t res = bs_join(bs, &u, bs_deadline(timeout_ms));
   if (res != GIN_SUCCESS) {
     gin_bs_destroy(bs);
     return res;
   }
   *bs_out = bs;
+  return GIN_SUCCESS;
+}
+
+/* -------------------------------------------------------------- links */
+
+/* Closes the link fds opened so far and returns res. */
+static gin_result_t bs_link_fail(int *fds, int n, gin_result_t res) {
+  for (int i = 0; i < n; i++)
+    if (fds[i] >= 0) {
+      close(fds[i]);
+      fds[i] = -1;
+    }
+  return res;
+}
+
+/* Accepts the links of the lower ranks among peers, answering each with
+ * this rank's hello. */
+static gin_result_t bs_link_accept(gin_bs_t *bs, const int *peers, int n,
+                                   int *fds, const uint8_t *msg,
+                                   uint64_t deadline) {
+  int want = 0;
+  for (int i = 0; i < n; i++)
+    want += peers[i] < bs->rank;
+  if (want == 0) return GIN_SUCCESS;
+  bs_acceptor_t *a = calloc(1, sizeof *a);
+  if (!a) return GIN_ERROR(GIN_ERR_NOMEM, "bootstrap: out of memory");
+  *a = (bs_acceptor_t){
+      .lfd = bs->lfd, .kind = GIN_BS_HELLO_LINK, .nranks = bs->nranks};
+  memcpy(a->secret, bs->secret, 16);
+  snprintf(a->who, sizeof a->who, "bootstrap: rank %d (links)", bs->rank);
+  gin_result_t res = GIN_SUCCESS;
+  int fd, slot, missing = -1;
+  gin_bs_hello_t h;
+  char peer[BS_ADDRSTR];
+  while (want > 0 &&
+         (res = bs_accept_hello(a, deadline, &fd, &h, peer)) == GIN_SUCCESS) {
+    for (slot = 0; slot < n; slot++)
+      if (peers[slot] == h.rank && h.rank < bs->rank && fds[slot] < 0) break;
+    if (slot == n || bs_io_all(fd, (void *)msg, BS_HELLO_BYTES, 1, deadline)) {
+      GIN_WARN(BOOTSTRAP,
+               "bootstrap: rank %d: refused link from %s (rank %d): %s",
+               bs->rank, peer, (int)h.rank,
+               slot == n ? "not an expected link" : "could not answer");
+      close(fd);
+      continue;
+    }
+    fds[slot] = fd;
+    want--;
+  }
+  bs_acceptor_drain(a);
+  free(a);
+  if (res != GIN_ERR_TIMEOUT) return res;
+  for (int i = 0; i < n && missing < 0; i++)
+    if (peers[i] < bs->rank && fds[i] < 0) missing = peers[i];
+  return GIN_ERROR(GIN_ERR_TIMEOUT,
+                   "bootstrap: rank %d: no link from rank %d within %lld ms",
+                   bs->rank, missing, (long long)bs->timeout_ms);
+}
+
+gin_result_t gin_bs_link(gin_bs_t *bs, const int *peers, int n, int *fds_out) {
+  GIN_ARG_CHECK(bs && n >= 0 && (n == 0 || (peers && fds_out)),
+                "bootstrap link: NULL argument or n %d < 0", n);
+  GIN_ARG_CHECK(bs->addrs && (bs->lfd >= 0 || bs->nranks == 1),
+                "bootstrap link: rank %d: linked already", bs->rank);
+  for (int i = 0; i < n; i++) {
+    GIN_ARG_CHECK(peers[i] >= 0 && peers[i] < bs->nranks &&
+                      peers[i] != bs->rank,
+                  "bootstrap link: rank %d: peer %d out of range or self",
+                  bs->rank, peers[i]);
+    for (int j = 0; j < i; j++)
+      GIN_ARG_CHECK(peers[j] != peers[i],
+                    "bootstrap link: rank %d: peer %d listed twice", bs->rank,
+                    peers[i]);
+    fds_out[i] = -1;
+  }
+  uint64_t deadline = bs_deadline(bs->timeout_ms);
+  gin_bs_hello_t h = {.magic = GIN_BS_MAGIC,
+                      .version = GIN_BS_VERSION,
+                      .kind = GIN_BS_HELLO_LINK,
+                      .rank = bs->rank,
+                      .nranks = bs->nranks,
+                      .family = bs->addrs[bs->rank].family,
+                      .port = bs->addrs[bs->rank].port};
+  memcpy(h.secret, bs->secret, 16);
+  memcpy(h.addr, bs->addrs[bs->rank].addr, 16);
+  uint8_t msg[BS_HELLO_BYTES], buf[BS_HELLO_BYTES];
+  gin_bs_hello_encode(&h, msg);
+  char astr[BS_ADDRSTR], what[160];
+  /* Connect to the higher ranks first: that needs nothing from them (the
+   * kernel completes the connection), so no two ranks wait for each
+   * other; then answer the lower ones; then read the higher ones' answers. */
+  for (int i = 0; i < n; i++) {
+    if (peers[i] < bs->rank) continue;
+    int err = 0, io;
+    const gin_net_addr_t *pa = &bs->addrs[peers[i]];
+    gin_net_addr_str(pa, astr, sizeof astr);
+    fds_out[i] = bs_connect(pa, deadline, &err);
+    if (fds_out[i] < 0)
+      return bs_link_fail(
+          fds_out, n,
+          GIN_ERROR(bs_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
+                    "bootstrap: rank %d could not link to rank %d at %s "
+                    "within %lld ms: %s",
+                    bs->rank, peers[i], astr, (long long)bs->timeout_ms,
+                    strerror(err)));
+    if ((io = bs_io_all(fds_out[i], msg, sizeof msg, 1, deadline))) {
+      snprintf(what, sizeof what, "bootstrap: rank %d linking to rank %d at %s",
+               bs->rank, peers[i], astr);
+      return bs_link_fail(fds_out, n, bs_io_error(io, bs->timeout_ms, what));
+    }
+  }
+  gin_result_t res = bs_link_accept(bs, peers, n, fds_out, msg, deadline);
+  if (res != GIN_SUCCESS) return bs_link_fail(fds_out, n, res);
+  for (int i = 0; i < n; i++) {
+    if (peers[i] < bs->rank) continue;
+    gin_bs_hello_t got;
+    snprintf(what, sizeof what,
+             "bootstrap: rank %d waiting for rank %d's link answer", bs->rank,
+             peers[i]);
+    int io = bs_io_all(fds_out[i], buf, sizeof buf, 0, deadline);
+    if (io)
+      return bs_link_fail(fds_out, n, bs_io_error(io, bs->timeout_ms, what));
+    if (gin_bs_hello_check(buf, sizeof buf, bs->secret, bs->nranks,
+                           GIN_BS_HELLO_LINK, &got) != GIN_SUCCESS ||
+        got.rank != peers[i])
+      return bs_link_fail(
+          fds_out, n,
+          GIN_ERROR(GIN_ERR_PROTOCOL, "%s: not a valid answer", what));
+  }
+  if (bs->lfd >= 0) close(bs->lfd);
+  bs->lfd = -1;
   return GIN_SUCCESS;
 }
 
@@ -877,8 +1024,28 @@ typedef struct bs_coll {
   size_t hs, hr, sp, rp; /* header and data sent, received */
 } bs_coll_t;
 
-/* Records the failure, marks the ring unusable and shuts it, so that the
- * neighbours notice now rather than at their timeout. */
+/* Marks the ring unusable and shuts it, so that the neighbours notice now
+ * rather than at their timeout. */
+static void bs_ring_break(gin_bs_t *bs) {
+  bs->broken = 1;
+  shutdown(bs->next_fd, SHUT_RDWR);
+  shutdown(bs->prev_fd, SHUT_RDWR);
+}
+
+/* The owner's abort, if it has one (settle_ms: how long to wait for a
+ * cause to appear), as this collective's error; GIN_SUCCESS if none. The
+ * caller breaks the ring. */
+static gin_result_t bs_coll_aborted(bs_coll_t *c, int settle_ms) {
+  gin_bs_t *bs = c->bs;
+  if (!bs->abort_fn) return GIN_SUCCESS;
+  if (settle_ms > bs->timeout_ms) settle_ms = (int)bs->timeout_ms;
+  gin_result_t res = bs->abort_fn(bs->abort_arg, settle_ms);
+  if (res == GIN_SUCCESS) return GIN_SUCCESS;
+  return GIN_ERROR(res, "bootstrap allgather %u: %s", c->seq, gin_last_error());
+}
+
+/* Records the failure (or the owner's abort that explains it) and breaks
+ * the ring. */
 __attribute__((format(printf, 3, 4))) static gin_result_t
 bs_coll_fail(bs_coll_t *c, gin_result_t res, const char *fmt, ...) {
   char msg[512], nstr[BS_ADDRSTR], pstr[BS_ADDRSTR];
@@ -887,6 +1054,13 @@ bs_coll_fail(bs_coll_t *c, gin_result_t res, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* Break first: the neighbours must not wait for our verdict. A peer
+   * that closed or reset the ring is most often a rank that died (or one
+   * that stopped because of it): the owner's watcher names it soon. */
+  bs_ring_break(bs);
+  gin_result_t why = bs_coll_aborted(
+      c, res == GIN_ERR_REMOTE || res == GIN_ERR_SYSTEM ? BS_SETTLE_MS : 0);
+  if (why != GIN_SUCCESS) return why;
   res = GIN_ERROR(res,
                   "bootstrap allgather %u: rank %d: %s (sent %zu of %zu bytes "
                   "to rank %d at %s, received %zu of %zu from rank %d at %s)",
@@ -895,9 +1069,6 @@ bs_coll_fail(bs_coll_t *c, gin_result_t res, const char *fmt, ...) {
                   gin_net_addr_str(&bs->next_addr, nstr, sizeof nstr), c->rp,
                   c->total, (bs->rank + bs->nranks - 1) % bs->nranks,
                   gin_net_addr_str(&bs->prev_addr, pstr, sizeof pstr));
-  bs->broken = 1;
-  shutdown(bs->next_fd, SHUT_RDWR);
-  shutdown(bs->prev_fd, SHUT_RDWR);
   return res;
 }
 
@@ -965,6 +1136,12 @@ gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes) {
   GIN_ARG_CHECK(buf || bytes == 0,
                 "bootstrap allgather: rank %d: NULL buffer for %zu bytes",
                 bs->rank, bytes);
+  bs_coll_t c = {.bs = bs, .buf = buf, .bytes = bytes, .seq = bs->seq};
+  gin_result_t why = bs_coll_aborted(&c, 0);
+  if (why != GIN_SUCCESS) {
+    if (!bs->broken) bs_ring_break(bs); /* the neighbours stop too */
+    return why;
+  }
   if (bs->broken)
     return GIN_ERROR(GIN_ERR_STATE,
                      "bootstrap allgather: rank %d: an earlier collective "
@@ -975,32 +1152,46 @@ gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes) {
                 "bootstrap allgather: rank %d: %zu bytes per rank times %zu "
                 "ranks overflows",
                 bs->rank, bytes, n);
-  bs_coll_t c = {.bs = bs,
-                 .buf = buf,
-                 .bytes = bytes,
-                 .total = (n - 1) * bytes,
-                 .seq = bs->seq++};
+  c.total = (n - 1) * bytes;
+  bs->seq++;
   if (n == 1) return GIN_SUCCESS;
   put_le(c.hout, BS_COLL_MAGIC, 4);
   put_le(c.hout + 4, c.seq, 4);
   put_le(c.hout + 8, bytes, 8);
   uint64_t deadline = bs_deadline(bs->timeout_ms);
-  for (;;) {
+  for (int aborted = 0;;) {
     int want_send = c.hs < BS_COLL_BYTES || c.sp < bs_coll_send_limit(&c);
     int want_recv = c.hr < BS_COLL_BYTES || c.rp < c.total;
     if (!want_send && !want_recv) return GIN_SUCCESS;
     struct pollfd pfd[2] = {
         {.fd = want_send ? bs->next_fd : -1, .events = POLLOUT},
         {.fd = want_recv ? bs->prev_fd : -1, .events = POLLIN}};
-    int left = gin_net_poll_timeout_ms(deadline);
-    int np = left ? poll(pfd, 2, left) : 0;
-    if (np == 0)
+    /* In slices, so that the owner's abort (another thread, a peer
+     * through the control pages, the watcher) ends the wait; once
+     * aborted, only what is ready now is taken: a collective whose bytes
+     * all arrived still completes (the peers may have left it already). */
+    int left = gin_net_poll_timeout_ms(deadline), slice = left;
+    if (bs->abort_fn && slice > BS_ABORT_SLICE_MS) slice = BS_ABORT_SLICE_MS;
+    if (aborted) slice = 0;
+    int np = slice || aborted ? poll(pfd, 2, slice) : 0, perr = errno;
+    if (np > 0) {
+      if (pfd[0].revents) GIN_CHECK(bs_coll_send(&c));
+      if (pfd[1].revents) GIN_CHECK(bs_coll_recv(&c));
+      continue;
+    }
+    if (np < 0 && perr != EINTR)
+      return bs_coll_fail(&c, GIN_ERR_SYSTEM, "poll: %s", strerror(perr));
+    if (aborted) {
+      bs_ring_break(bs);
+      return why;
+    }
+    if ((why = bs_coll_aborted(&c, 0)) != GIN_SUCCESS) {
+      aborted = 1;
+      continue;
+    }
+    if (np == 0 && slice == left)
       return bs_coll_fail(&c, GIN_ERR_TIMEOUT, "no progress within %lld ms",
                           (long long)bs->timeout_ms);
-    if (np < 0 && errno != EINTR)
-      return bs_coll_fail(&c, GIN_ERR_SYSTEM, "poll: %s", strerror(errno));
-    if (np > 0 && pfd[0].revents) GIN_CHECK(bs_coll_send(&c));
-    if (np > 0 && pfd[1].revents) GIN_CHECK(bs_coll_recv(&c));
   }
 }
 
@@ -1011,9 +1202,16 @@ gin_result_t gin_bs_barrier(gin_bs_t *bs) {
   return gin_bs_allgather(bs, tmp, 1);
 }
 
+void gin_bs_set_abort(gin_bs_t *bs, gin_bs_abort_fn fn, void *arg) {
+  bs->abort_fn = fn;
+  bs->abort_arg = arg;
+}
+
 void gin_bs_destroy(gin_bs_t *bs) {
   if (!bs) return;
   if (bs->next_fd >= 0) close(bs->next_fd);
   if (bs->prev_fd >= 0) close(bs->prev_fd);
+  if (bs->lfd >= 0) close(bs->lfd);
+  free(bs->addrs);
   free(bs);
 }

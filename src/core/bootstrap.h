@@ -44,7 +44,7 @@ typedef struct gin_bs_hello {
   uint8_t addr[16];
 } gin_bs_hello_t;
 
-enum { GIN_BS_HELLO_ROOT = 1, GIN_BS_HELLO_RING = 2 };
+enum { GIN_BS_HELLO_ROOT = 1, GIN_BS_HELLO_RING = 2, GIN_BS_HELLO_LINK = 3 };
 #define GIN_BS_HELLO_BYTES 52 /* a hello on the wire */
 
 /* Writes hello h as GIN_BS_HELLO_BYTES wire bytes to p (little endian;
@@ -78,9 +78,29 @@ typedef struct gin_bs gin_bs_t;
 gin_result_t gin_bs_init(const gin_unique_id_t *uid, int rank, int nranks,
                          int64_t timeout_ms, gin_bs_t **bs_out);
 /* In-place all-gather: buf holds nranks blocks of `bytes`; block `rank` is
- * this rank's contribution. */
+ * this rank's contribution. With an abort check set (gin_bs_set_abort) it
+ * stops within ~20 ms once the check reports an error, and a broken ring
+ * is reported as the check's error when it explains it. */
 gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes);
 gin_result_t gin_bs_barrier(gin_bs_t *bs);
 void gin_bs_destroy(gin_bs_t *bs);
+
+/* The owner's abort state, for the collectives: returns GIN_SUCCESS while
+ * the owner is not aborted, else the error (recorded, message naming the
+ * cause). settle_ms > 0: wait that long for a cause to appear (a broken
+ * ring is often a dead rank that the owner's watcher is about to name). */
+typedef gin_result_t (*gin_bs_abort_fn)(void *arg, int settle_ms);
+/* Sets the abort check of bs's collectives (fn NULL: none). Call before
+ * the collectives run, from the thread that runs them. */
+void gin_bs_set_abort(gin_bs_t *bs, gin_bs_abort_fn fn, void *arg);
+
+/* Opens one more connection to each rank of peers[0..n) (each listed
+ * once, not this rank; the relation must be symmetric: rank a lists b iff
+ * b lists a): connects to the higher ranks, accepts the lower ones, each
+ * authenticated with the job secret both ways (hello kind LINK). Writes
+ * the non-blocking fds to fds_out in the order of peers. Then closes the
+ * listening socket: at most once per bootstrap, and only once every rank
+ * has its ring (call it after a collective). Bounded by the timeout. */
+gin_result_t gin_bs_link(gin_bs_t *bs, const int *peers, int n, int *fds_out);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * Communicators: joining a job, deciding how each peer is reached, the
- * control page (abort word and device error record), abort, and the
- * asynchronous error report.
+ * control page (abort word and device error record), abort, dead peers,
+ * and the asynchronous error report.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -10,11 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/comm.h"
 
 #define GIN_COMM_MAGIC 0x67696e636f6d6d31ull /* "gincomm1" */
+/* Most a report waits for the watcher to name a dead rank when what it
+ * has (a closed connection, a broken bootstrap ring) suggests one. */
+#define COMM_SETTLE_MS 1000
 
 GIN_PARAM_STR(param_hostid, "HOSTID", "",
               "identity of this host for locality (default: hostname, boot "
@@ -51,14 +55,105 @@ gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn) {
   return comm_find(comm, fn);
 }
 
+static gin_result_t comm_async_error(gin_comm_t c);
+
 gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn) {
   GIN_CHECK(comm_find(comm, fn));
   if (gin_comm_aborted_by_(comm)) {
-    gin_result_t res = gin_comm_get_async_error(comm);
+    gin_result_t res = comm_async_error(comm);
     return GIN_ERROR(res ? res : GIN_ERR_ABORTED, "%s: %s", fn,
                      gin_last_error());
   }
   return GIN_SUCCESS;
+}
+
+static int comm_death_known(gin_comm_t c) {
+  return __atomic_load_n(&c->dead.ready, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Waits up to ms for the watcher to record a death (or, with `or_abort`,
+ * for any abort); with `while_busy`, only while the watcher has news it
+ * has not recorded yet. Returns whether one came. */
+static int comm_settle(gin_comm_t c, int ms, int or_abort, int while_busy) {
+  uint64_t until = gin_now_ns() + (uint64_t)ms * 1000000ull;
+  for (;;) {
+    if (comm_death_known(c) || (or_abort && gin_comm_aborted_by_(c))) return 1;
+    if (!c->watch || ms <= 0 || gin_now_ns() >= until) return 0;
+    if (while_busy && !gin_watch_busy_(c)) return comm_death_known(c);
+    nanosleep(&(struct timespec){0, 1000000L}, NULL);
+  }
+}
+
+/* The bootstrap's abort check (gin_bs_set_abort): this communicator's
+ * error once it is aborted or knows of a dead rank. */
+static gin_result_t comm_bs_abort(void *arg, int settle_ms) {
+  gin_comm_t c = (gin_comm_t)arg;
+  if (!comm_settle(c, settle_ms, 1, 0)) return GIN_SUCCESS;
+  gin_result_t res = comm_async_error(c);
+  return res != GIN_SUCCESS
+             ? res
+             : GIN_ERROR(GIN_ERR_ABORTED, "rank %d: communicator aborted",
+                         c->rank);
+}
+
+/* The message for rank `dead` found dead by rank `by`, reported by rank
+ * `owner`: names the rank, its pid and host, and how it was seen. */
+static gin_result_t death_report(gin_comm_t c, int owner, int dead, int by,
+                                 int how, int err) {
+  char host[64];
+  const char *hid = c->peers[dead].hostid;
+  size_t n = strcspn(hid, "/");
+  snprintf(host, sizeof host, "%.*s", (int)(n < 63 ? n : 63), hid);
+  char cause[160];
+  if (how == GIN_DEATH_ERROR)
+    snprintf(cause, sizeof cause, "failed (%s)", strerror(err));
+  else
+    snprintf(cause, sizeof cause, "closed without gin_comm_destroy");
+  return GIN_ERROR(GIN_ERR_REMOTE,
+                   "rank %d: rank %d (pid %d on %s) died: its connection to "
+                   "rank %d %s",
+                   owner, dead, (int)c->peers[dead].pid, host, by, cause);
+}
+
+void gin_comm_peer_dead_(gin_comm_t c, int dead, int by, int how, int err) {
+  gin_comm_death_t *d = &c->dead;
+  uint32_t zero = 0;
+  if (__atomic_compare_exchange_n(&d->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    d->rank = dead;
+    d->by = by;
+    d->how = how;
+    d->err = err;
+    __atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
+  }
+  GIN_WARN(BOOTSTRAP,
+           "rank %d: rank %d (pid %d) died: its connection to rank %d %s; "
+           "communicator aborted",
+           c->rank, dead, (int)c->peers[dead].pid, by,
+           how == GIN_DEATH_ERROR ? "failed" : "closed without a goodbye");
+  /* The CPU-side records first, then the abort words (a wait that sees the
+   * word finds the record): this rank's and its load/store peers'. */
+  for (int r = 0; r < c->nranks; r++) {
+    gin_ctrl_t *pc = r == c->rank ? c->ctrl : c->peer_ctrl[r];
+    if (!pc || r == dead) continue;
+    gin_dev_error_t *e = &pc->herr;
+    zero = 0;
+    if (__atomic_compare_exchange_n(&e->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+      e->kind = GIN_DEVERR_PEER_DEAD;
+      e->rank = r;
+      e->peer = dead;
+      e->id = by;
+      e->expected = 0;
+      e->seen = 0;
+      e->arg0 = (uint64_t)how;
+      e->arg1 = (uint64_t)err;
+      __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
+    }
+    zero = 0;
+    __atomic_compare_exchange_n(&pc->habort, &zero, (uint32_t)dead + 1, 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  }
 }
 
 static void hostid_make(char *out, size_t len) {
@@ -188,6 +283,7 @@ static gin_result_t comm_map_peer_ctrl(gin_comm_t c) {
 }
 
 static void comm_free(gin_comm_t c) {
+  gin_watch_stop(c); /* its thread writes the control pages */
   if (c->peer_ctrl)
     for (int r = 0; r < c->nranks; r++)
       if (c->peer_ctrl[r] && r != c->rank)
@@ -256,6 +352,7 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   hostid_make(me->hostid, sizeof me->hostid);
   me->pid = (int32_t)getpid();
   me->rank = rank;
+  me->watch = gin_watch_wanted_();
   GIN_CHECK_GOTO(gin_arch_init(&me->dev), res, free_comm);
   void *ctrl_host = NULL, *ctrl_dev = NULL;
   GIN_CHECK_GOTO(gin_arch_hostmem_alloc(sizeof(gin_ctrl_t), &ctrl_host,
@@ -263,6 +360,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                  res, free_comm);
   c->ctrl = (gin_ctrl_t *)ctrl_host;
   c->ctrl_dev = (gin_ctrl_t *)ctrl_dev;
+  /* From here on, collectives stop once the communicator is aborted. */
+  gin_bs_set_abort(c->bs, comm_bs_abort, c);
 
   GIN_CHECK_GOTO(gin_bs_allgather(c->bs, c->peers, sizeof(gin_peer_info_t)),
                  res, free_comm);
@@ -273,6 +372,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                       (int)c->peers[r].rank);
       goto free_comm;
     }
+  /* Every rank has its ring now (the exchange above): link and watch. */
+  GIN_CHECK_GOTO(gin_watch_start(c), res, free_comm);
   GIN_CHECK_GOTO(gin_arch_dev_alloc(n, (void **)&c->path_dev), res, free_comm);
   GIN_CHECK_GOTO(
       gin_arch_dev_alloc(n * sizeof(int), (void **)&c->lsa_ranks_dev), res,
@@ -321,6 +422,8 @@ gin_result_t gin_comm_destroy(gin_comm_t comm) {
     return GIN_ERROR(GIN_ERR_STATE,
                      "gin_comm_destroy: communicator %p destroyed twice",
                      (void *)comm);
+  /* The goodbye first: from now on this rank's going is no death. */
+  gin_watch_stop(comm);
   gin_proxy_detach(comm);
   gin_window_fini_(comm);
   gin_devcomm_fini_(comm);
@@ -458,6 +561,8 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      "rank %d: EP dispatch: token %lld names expert %lld "
                      "twice (topk_idx[%lld][%llu]); nothing was sent",
                      r, id, peer, id, exp);
+  case GIN_DEVERR_PEER_DEAD:
+    return death_report(c, r, (int)peer, (int)id, (int)a0, (int)a1);
   case GIN_DEVERR_UNREACHABLE:
     return GIN_ERROR(
         GIN_ERR_UNSUPPORTED,
@@ -469,23 +574,44 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
   }
 }
 
-gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
-  GIN_CHECK(comm_find(comm, "gin_comm_get_async_error"));
-  /* The kernels' record first, then the proxy's; but a kernel that only
-   * saw the abort the proxy raised reports the proxy's cause. */
+static gin_result_t comm_async_error(gin_comm_t comm) {
   const gin_dev_error_t *e = &comm->ctrl->err, *h = &comm->ctrl->herr;
   int dev = __atomic_load_n(&e->ready, __ATOMIC_ACQUIRE) != 0;
   int host = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;
+  /* A dead rank first: what else failed (timeouts, aborted waits, closed
+   * transport connections) followed from it. A transport that lost a
+   * connection, or an abort by another rank with no cause recorded here,
+   * is often a rank that died: if the watcher has news pending, let it
+   * record it first. */
+  uint32_t who = gin_comm_aborted_by_(comm);
+  int foreign = who && (int)who - 1 != comm->rank && !host &&
+                !(dev && e->kind != GIN_DEVERR_ABORTED);
+  if ((host && h->kind == GIN_DEVERR_TRANSPORT) || foreign) {
+    comm_settle(comm, COMM_SETTLE_MS, 0, 1);
+    dev = __atomic_load_n(&e->ready, __ATOMIC_ACQUIRE) != 0;
+    host = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;
+  }
+  if (comm_death_known(comm)) {
+    const gin_comm_death_t *d = &comm->dead;
+    return death_report(comm, comm->rank, d->rank, d->by, d->how, d->err);
+  }
+  if (host && h->kind == GIN_DEVERR_PEER_DEAD) return dev_error_report(comm, h);
+  /* The kernels' record first, then the proxy's; but a kernel that only
+   * saw the abort the proxy raised reports the proxy's cause. */
   if (dev && !(host && e->kind == GIN_DEVERR_ABORTED))
     return dev_error_report(comm, e);
   if (host) return dev_error_report(comm, h);
-  uint32_t who = gin_comm_aborted_by_(comm);
   if (who)
     return GIN_ERROR(GIN_ERR_ABORTED,
                      "rank %d: communicator aborted by rank %d%s", comm->rank,
                      (int)who - 1,
                      (int)who - 1 == comm->rank ? " (gin_comm_abort)" : "");
   return GIN_SUCCESS;
+}
+
+gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
+  GIN_CHECK(comm_find(comm, "gin_comm_get_async_error"));
+  return comm_async_error(comm);
 }
 
 gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out) {

@@ -23,6 +23,8 @@ typedef struct gin_peer_info {
   char hostid[GIN_HOSTID_BYTES];
   int32_t pid;
   int32_t rank;
+  int32_t watch; /* GIN_WATCH of this rank (watched only if all have it) */
+  int32_t pad_;
   gin_arch_devinfo_t dev;
   gin_arch_handle_t ctrl; /* control page */
 } gin_peer_info_t;
@@ -44,6 +46,22 @@ typedef struct gin_win_slot {
 } gin_win_slot_t;
 
 typedef struct gin_devcomm_res gin_devcomm_res_t;
+
+/* How a rank was found dead (watch.c). */
+enum {
+  GIN_DEATH_CLOSED = 1, /* its connection closed without a goodbye */
+  GIN_DEATH_ERROR = 2   /* its connection failed (reset, keepalive) */
+};
+
+/* The first rank this rank learnt is dead: written once by the watcher
+ * thread (fields, then `ready` with release), read by any thread. */
+typedef struct gin_comm_death {
+  uint32_t claimed, ready;
+  int rank; /* the dead rank */
+  int by;   /* the rank whose connection to it closed or failed */
+  int how;  /* GIN_DEATH_* */
+  int err;  /* errno of a failed connection, else 0 */
+} gin_comm_death_t;
 
 struct gin_comm {
   uint64_t magic;
@@ -77,6 +95,9 @@ struct gin_comm {
   gin_devcomm_res_t *devcomms;
   uint64_t next_devcomm_id;
   struct gin_comm *next_live;
+  /* peer watch (watch.c) */
+  struct gin_watch *watch; /* NULL: not watching */
+  gin_comm_death_t dead;
 };
 
 /* Looks comm up among live communicators (never dereferences a dead
@@ -92,6 +113,23 @@ uint32_t gin_comm_aborted_by_(gin_comm_t comm);
 /* Marks the communicator aborted from a CPU thread (this rank's and its
  * load/store peers' CPU-side words). Works during init and destroy too. */
 void gin_comm_abort_cpu_(gin_comm_t comm);
+
+/* Peer watch (watch.c): connections to a few other ranks (about 2 log2 N,
+ * so every rank is watched by several) and a thread that notices one
+ * closing without a goodbye: that rank died. Starts after the exchange of
+ * peer information (collective); stop says goodbye (local). */
+gin_result_t gin_watch_start(gin_comm_t comm);
+void gin_watch_stop(gin_comm_t comm);
+/* Whether this rank asks to be watched (GIN_WATCH), for the exchange. */
+int gin_watch_wanted_(void);
+/* Whether the watcher has news it has not recorded yet (a link with bytes
+ * or a close pending, or events being handled). Any thread. */
+int gin_watch_busy_(gin_comm_t comm);
+/* Records that rank `dead` died, as rank `by` saw it (GIN_DEATH_* `how`,
+ * errno `err`): the communicator's death record, the CPU-side error record
+ * and abort word of this rank and of its load/store peers (device waits
+ * stop, host calls fail naming it). The first death wins. Any thread. */
+void gin_comm_peer_dead_(gin_comm_t comm, int dead, int by, int how, int err);
 
 /* Allocation registry (mem.c). */
 typedef struct gin_alloc_info {

@@ -263,6 +263,14 @@ gin_result_t gin_window_deregister_(gin_comm_t c, gin_window_t win,
   st[c->rank] = local;
   /* Collective: nobody unmaps while a peer may still be registering. */
   gin_result_t res = gin_bs_allgather(c->bs, st, sizeof *st);
+  if (res != GIN_SUCCESS && local == GIN_SUCCESS && gin_comm_aborted_by_(c)) {
+    /* Aborted (a rank died): no collective step is left to take, and this
+     * rank's views are its own. Release the window here, so its memory
+     * can be freed, and report why the communicator is unusable. */
+    free(st);
+    slot_retire(c, win.idx);
+    return res;
+  }
   if (res == GIN_SUCCESS) res = local;
   for (int r = 0; res == GIN_SUCCESS && r < c->nranks; r++)
     if (st[r] != GIN_SUCCESS)

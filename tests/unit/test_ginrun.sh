@@ -1,5 +1,6 @@
 #!/bin/sh
-# ginrun: prefixed output, failure reporting, cleanup of the other ranks,
+# ginrun: prefixed output, failure reporting (rank and pid), the grace the
+# other ranks get before they are stopped, cleanup of the other ranks,
 # --timeout, signal forwarding, usage errors, --env, and a real bootstrap.
 # usage: test_ginrun.sh PATH/ginrun PATH/ginrun_child
 # Exit 0 pass, 1 fail, 77 skip. Every ginrun call is bounded by timeout.
@@ -61,17 +62,35 @@ expect_rc 0 $? "--no-prefix"
 expect_line "$OUT" "^out line 1 of rank 1\$" "--no-prefix stdout"
 grep -q '^\[' "$OUT" && fail "--no-prefix still prefixes"
 
-# 2. a rank exits non-zero: named, job stopped, ginrun exits with its code
-timeout -k 10 60 "$GINRUN" -n 3 "$CHILD" exit 2 3 "$MARK.e" >"$OUT" 2>"$ERR"
+# 2. a rank exits non-zero: named with its pid; the others (sleeping) get
+# --grace seconds, then are stopped; ginrun exits with the rank's code
+t0=$(now_ms)
+timeout -k 10 60 "$GINRUN" -n 3 --grace 1 "$CHILD" exit 2 3 "$MARK.e" >"$OUT" 2>"$ERR"
 expect_rc 3 $? "failing rank"
-expect_line "$ERR" "^ginrun: rank 2 exited with code 3\$" "failing rank message"
+t=$(($(now_ms) - t0))
+expect_line "$ERR" "^ginrun: rank 2 (pid [0-9]*) exited with code 3\$" "failing rank message"
+expect_line "$ERR" "^ginrun: stopping 2 ranks still running 1 s after rank 2 failed\$" "grace message"
+[ "$t" -ge 900 ] && [ "$t" -lt 15000 ] || fail "--grace 1 took $t ms"
 expect_no_survivors "$MARK.e" "failing rank"
 
-# 3. a rank killed by a signal
+# 3. a rank killed by a signal (default grace: 5 s)
+t0=$(now_ms)
 timeout -k 10 60 "$GINRUN" -n 3 "$CHILD" kill 1 "$MARK.k" >"$OUT" 2>"$ERR"
 expect_rc 137 $? "killed rank"
-expect_line "$ERR" "^ginrun: rank 1 killed by signal 9 (Killed)\$" "killed rank message"
+t=$(($(now_ms) - t0))
+expect_line "$ERR" "^ginrun: rank 1 (pid [0-9]*) killed by signal 9 (Killed)\$" "killed rank message"
+[ "$t" -ge 4900 ] && [ "$t" -lt 20000 ] || fail "default grace took $t ms, expected 5 s"
 expect_no_survivors "$MARK.k" "killed rank"
+pid=$(sed -n 's/^ginrun: rank 1 (pid \([0-9]*\)) killed.*/\1/p' "$ERR")
+[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && fail "the killed rank's pid $pid still exists"
+
+# 3b. --grace 0: the others are stopped at once
+t0=$(now_ms)
+timeout -k 10 60 "$GINRUN" -n 3 --grace=0 "$CHILD" kill 1 "$MARK.g" >"$OUT" 2>"$ERR"
+expect_rc 137 $? "--grace 0"
+t=$(($(now_ms) - t0))
+[ "$t" -lt 4000 ] || fail "--grace 0 took $t ms"
+expect_no_survivors "$MARK.g" "--grace 0"
 
 # 4. --timeout
 t0=$(now_ms)
@@ -108,7 +127,8 @@ expect_no_survivors "$MARK.s" "SIGTERM to ginrun"
 
 # 7. usage errors
 for args in "" "-n" "-n 0 $CHILD" "-n abc $CHILD" "-n 1025 $CHILD" \
-            "--timeout -1 $CHILD" "--bogus $CHILD"; do
+            "--timeout -1 $CHILD" "--grace -1 $CHILD" "--grace x $CHILD" \
+            "--bogus $CHILD"; do
   # shellcheck disable=SC2086
   timeout -k 10 60 "$GINRUN" $args >"$OUT" 2>"$ERR"
   expect_rc 2 $? "usage error for '$args'"

@@ -1,0 +1,353 @@
+/*
+ * Peer watch: how the ranks of a communicator learn that one of them died.
+ *
+ * Each rank keeps one more TCP connection (a "link", opened through the
+ * bootstrap with the job secret) to the ranks at distance 1, 2, 4, ... on
+ * either side, about 2 log2 N of them: every rank of a job up to 8 is
+ * linked to all others, and larger jobs stay connected through several
+ * paths. A thread per communicator sleeps in poll() on its links. When a
+ * process dies the kernel closes its sockets, so its linked peers see the
+ * link close (or fail: reset, keepalive) without the goodbye that
+ * gin_comm_destroy sends. The watcher then records the death (rank, pid,
+ * how) and aborts the communicator (gin_comm_peer_dead_), and tells its
+ * other links, which pass the news on once: within milliseconds every
+ * surviving rank's device waits stop and its host calls fail naming the
+ * dead rank. TCP keepalive, scaled to the communicator's timeout, catches
+ * a host that vanished without closing anything.
+ *
+ * Link messages, 16 bytes little endian: magic u32 "GINW", type u8 (BYE,
+ * DEAD), how u8 (GIN_DEATH_*), err u16 (errno), rank i32 (the dead rank;
+ * the sender for BYE), by i32 (who saw it; the sender for BYE). Checked by
+ * watch_msg_check before use.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "core/net.h"
+
+GIN_PARAM_INT(param_watch, "WATCH", 1,
+              "1: every rank watches a few others (about 2 log2 N "
+              "connections and one sleeping thread per communicator); a "
+              "rank that dies without gin_comm_destroy aborts the "
+              "communicator on every other rank within milliseconds, with "
+              "an error naming it. 0: off (a dead rank shows only as "
+              "timeouts). Must be the same on every rank")
+
+#define WATCH_MAGIC 0x47494e57u /* "GINW" */
+#define WATCH_MSG_BYTES 16
+#define WATCH_MAX_LINKS 32 /* 2 * log2(GIN_MAX_RANKS) = 20 at most */
+#define WATCH_BYE_MS 1000  /* most gin_watch_stop waits for the goodbyes */
+
+enum { WATCH_BYE = 1, WATCH_DEAD = 2 };
+
+typedef struct watch_msg {
+  int type, how, err, rank, by;
+} watch_msg_t;
+
+typedef struct watch_link {
+  int peer;
+  int fd;  /* -1 once closed (atomic: gin_watch_busy_ reads it) */
+  int bye; /* the peer said goodbye: its closing is no death */
+  size_t got;
+  uint8_t buf[WATCH_MSG_BYTES];
+} watch_link_t;
+
+typedef struct gin_watch {
+  gin_comm_t comm;
+  int nlinks;
+  watch_link_t links[WATCH_MAX_LINKS];
+  uint8_t *dead; /* [nranks] deaths this rank knows of (the thread's) */
+  int handling;  /* the thread is handling events (atomic) */
+  int wake_fd;   /* eventfd: stop */
+  pthread_t tid;
+} gin_watch_t;
+
+static void watch_msg_encode(const watch_msg_t *m, uint8_t *p) {
+  gin_le_put32(p, WATCH_MAGIC);
+  p[4] = (uint8_t)m->type;
+  p[5] = (uint8_t)m->how;
+  gin_le_put16(p + 6, (uint16_t)m->err);
+  gin_le_put32(p + 8, (uint32_t)m->rank);
+  gin_le_put32(p + 12, (uint32_t)m->by);
+}
+
+/* Checks a message from a link; 0 and *out if it is one, else -1. Pure. */
+static int watch_msg_check(const uint8_t *p, int nranks, int from,
+                           watch_msg_t *out) {
+  watch_msg_t m = {.type = p[4],
+                   .how = p[5],
+                   .err = gin_le_get16(p + 6),
+                   .rank = (int32_t)gin_le_get32(p + 8),
+                   .by = (int32_t)gin_le_get32(p + 12)};
+  if (gin_le_get32(p) != WATCH_MAGIC || m.rank < 0 || m.rank >= nranks ||
+      m.by < 0 || m.by >= nranks)
+    return -1;
+  if (m.type == WATCH_BYE &&
+      (m.how != 0 || m.err != 0 || m.rank != from || m.by != from))
+    return -1;
+  if (m.type == WATCH_DEAD &&
+      ((m.how != GIN_DEATH_CLOSED && m.how != GIN_DEATH_ERROR) ||
+       m.rank == m.by || m.rank == from))
+    return -1;
+  if (m.type != WATCH_BYE && m.type != WATCH_DEAD) return -1;
+  *out = m;
+  return 0;
+}
+
+/* The ranks at distance 1, 2, 4, ... either way (symmetric). */
+static int watch_peers(int rank, int n, int *out) {
+  int k = 0;
+  for (int d = 1; d < n; d *= 2)
+    for (int s = -1; s <= 1; s += 2) {
+      int p = ((rank + s * d) % n + n) % n, seen = p == rank;
+      for (int i = 0; i < k && !seen; i++)
+        seen = out[i] == p;
+      if (!seen && k < WATCH_MAX_LINKS) out[k++] = p;
+    }
+  return k;
+}
+
+/* Keepalive probes scaled to the timeout: a peer host that vanished
+ * (power, network) shows as a failed link after about the timeout. Best
+ * effort. */
+static void watch_keepalive(int fd, int64_t timeout_ms) {
+  int on = 1, cnt = 3, idle = (int)(timeout_ms / 2000),
+      intvl = (int)(timeout_ms / 8000);
+  unsigned user =
+      timeout_ms > 0 && timeout_ms < UINT32_MAX ? (unsigned)timeout_ms : 0u;
+  idle = idle < 1 ? 1 : idle;
+  intvl = intvl < 1 ? 1 : intvl;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof user);
+}
+
+/* A death learnt (seen here or reported): record it once, pass it on. */
+static void watch_dead(gin_watch_t *w, int dead, int by, int how, int err) {
+  if (w->dead[dead]) return;
+  w->dead[dead] = 1;
+  gin_comm_peer_dead_(w->comm, dead, by, how, err);
+  uint8_t msg[WATCH_MSG_BYTES];
+  watch_msg_t m = {WATCH_DEAD, how, err & 0xffff, dead, by};
+  watch_msg_encode(&m, msg);
+  for (int i = 0; i < w->nlinks; i++) {
+    watch_link_t *l = &w->links[i];
+    if (l->fd < 0 || l->bye || l->peer == dead) continue;
+    /* 16 bytes into an idle socket: a short send means the link is gone,
+     * which its own poll reports. */
+    ssize_t k = send(l->fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)k;
+  }
+}
+
+static void watch_handle(gin_watch_t *w, watch_link_t *l,
+                         const watch_msg_t *m) {
+  gin_comm_t c = w->comm;
+  if (m->type == WATCH_BYE) {
+    l->bye = 1;
+    GIN_INFO(BOOTSTRAP, "rank %d: rank %d left the communicator", c->rank,
+             l->peer);
+  } else {
+    watch_dead(w, m->rank, m->by, m->how, m->err);
+  }
+}
+
+/* Reads what link l has; its closing without a goodbye is a death. */
+static void watch_read(gin_watch_t *w, watch_link_t *l) {
+  gin_comm_t c = w->comm;
+  for (;;) {
+    ssize_t k =
+        recv(l->fd, l->buf + l->got, sizeof l->buf - l->got, MSG_DONTWAIT);
+    if (k > 0) {
+      l->got += (size_t)k;
+      if (l->got < WATCH_MSG_BYTES) continue;
+      l->got = 0;
+      watch_msg_t m;
+      if (watch_msg_check(l->buf, c->nranks, l->peer, &m) == 0)
+        watch_handle(w, l, &m);
+      else
+        GIN_WARN(BOOTSTRAP, "rank %d: malformed watch message from rank %d",
+                 c->rank, l->peer);
+      continue;
+    }
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+      return;
+    int err = k < 0 ? errno : 0;
+    int fd = l->fd;
+    __atomic_store_n(&l->fd, -1, __ATOMIC_RELAXED);
+    close(fd);
+    if (!l->bye)
+      watch_dead(w, l->peer, c->rank, err ? GIN_DEATH_ERROR : GIN_DEATH_CLOSED,
+                 err);
+    return;
+  }
+}
+
+static void *watch_main(void *arg) {
+  gin_watch_t *w = (gin_watch_t *)arg;
+  struct pollfd pfd[WATCH_MAX_LINKS + 1];
+  for (;;) {
+    pfd[0] = (struct pollfd){.fd = w->wake_fd, .events = POLLIN};
+    for (int i = 0; i < w->nlinks; i++)
+      pfd[i + 1] = (struct pollfd){.fd = w->links[i].fd, .events = POLLIN};
+    int n = poll(pfd, (nfds_t)w->nlinks + 1, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      GIN_WARN(BOOTSTRAP, "rank %d: peer watch stopped: poll: %s",
+               w->comm->rank, strerror(errno));
+      return NULL;
+    }
+    if (pfd[0].revents) return NULL; /* gin_watch_stop */
+    /* Busy before anything is read, so that gin_watch_busy_ never sees a
+     * gap between news pending on a link and news recorded. */
+    __atomic_store_n(&w->handling, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < w->nlinks; i++)
+      if (pfd[i + 1].revents && w->links[i].fd >= 0)
+        watch_read(w, &w->links[i]);
+    __atomic_store_n(&w->handling, 0, __ATOMIC_RELEASE);
+  }
+}
+
+int gin_watch_busy_(gin_comm_t c) {
+  gin_watch_t *w = c->watch;
+  if (!w) return 0;
+  if (__atomic_load_n(&w->handling, __ATOMIC_SEQ_CST)) return 1;
+  /* A link with bytes or a close not read yet. (A link closed meanwhile
+   * may have its number reused: at worst a short needless wait.) */
+  struct pollfd pfd[WATCH_MAX_LINKS];
+  for (int i = 0; i < w->nlinks; i++)
+    pfd[i] = (struct pollfd){
+        .fd = __atomic_load_n(&w->links[i].fd, __ATOMIC_RELAXED),
+        .events = POLLIN};
+  return poll(pfd, (nfds_t)w->nlinks, 0) > 0 ||
+         __atomic_load_n(&w->handling, __ATOMIC_SEQ_CST);
+}
+
+static void watch_free(gin_watch_t *w) {
+  for (int i = 0; i < w->nlinks; i++)
+    if (w->links[i].fd >= 0) close(w->links[i].fd);
+  if (w->wake_fd >= 0) close(w->wake_fd);
+  free(w->dead);
+  free(w);
+}
+
+gin_result_t gin_watch_start(gin_comm_t c) {
+  int all = 1;
+  for (int r = 0; r < c->nranks; r++)
+    all &= c->peers[r].watch != 0;
+  if (!all) {
+    if (c->peers[c->rank].watch)
+      GIN_WARN(BOOTSTRAP,
+               "rank %d: some rank has GIN_WATCH=0: no rank is watched, a "
+               "dead rank shows only as timeouts",
+               c->rank);
+    return GIN_SUCCESS;
+  }
+  int peers[WATCH_MAX_LINKS], fds[WATCH_MAX_LINKS];
+  int n = watch_peers(c->rank, c->nranks, peers);
+  if (n == 0) return GIN_SUCCESS;
+  gin_watch_t *w = (gin_watch_t *)calloc(1, sizeof *w);
+  uint8_t *dead = (uint8_t *)calloc((size_t)c->nranks, 1);
+  if (!w || !dead) {
+    free(w);
+    free(dead);
+    return GIN_ERROR(GIN_ERR_NOMEM, "rank %d: peer watch", c->rank);
+  }
+  w->comm = c;
+  w->dead = dead;
+  w->wake_fd = -1;
+  gin_result_t res = gin_bs_link(c->bs, peers, n, fds);
+  if (res != GIN_SUCCESS) {
+    watch_free(w);
+    return res;
+  }
+  w->nlinks = n;
+  for (int i = 0; i < n; i++) {
+    w->links[i] = (watch_link_t){.peer = peers[i], .fd = fds[i]};
+    watch_keepalive(fds[i], c->timeout_ms);
+  }
+  w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (w->wake_fd < 0) {
+    res = GIN_ERROR(GIN_ERR_SYSTEM, "rank %d: peer watch: eventfd: %s", c->rank,
+                    strerror(errno));
+    watch_free(w);
+    return res;
+  }
+  /* Signals belong to the application's threads. */
+  sigset_t all_sigs, old;
+  sigfillset(&all_sigs);
+  pthread_sigmask(SIG_SETMASK, &all_sigs, &old);
+  int e = pthread_create(&w->tid, NULL, watch_main, w);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e != 0) {
+    res = GIN_ERROR(GIN_ERR_SYSTEM, "rank %d: peer watch thread: %s", c->rank,
+                    strerror(e));
+    watch_free(w);
+    return res;
+  }
+  c->watch = w;
+  GIN_INFO(BOOTSTRAP, "rank %d: watching %d peer(s)", c->rank, n);
+  return GIN_SUCCESS;
+}
+
+void gin_watch_stop(gin_comm_t c) {
+  gin_watch_t *w = c->watch;
+  if (!w) return;
+  uint64_t one = 1;
+  ssize_t k = write(w->wake_fd, &one, sizeof one);
+  (void)k;
+  pthread_join(w->tid, NULL);
+  c->watch = NULL;
+  /* Goodbye, then wait (bounded) until each peer closed its end, reading
+   * what is left: closing with unread bytes would reset the connection
+   * and could drop the goodbye on its way. */
+  uint8_t msg[WATCH_MSG_BYTES];
+  watch_msg_t m = {WATCH_BYE, 0, 0, c->rank, c->rank};
+  watch_msg_encode(&m, msg);
+  for (int i = 0; i < w->nlinks; i++) {
+    watch_link_t *l = &w->links[i];
+    if (l->fd < 0) continue;
+    k = send(l->fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(l->fd, SHUT_WR);
+  }
+  int64_t ms = c->timeout_ms < WATCH_BYE_MS ? c->timeout_ms : WATCH_BYE_MS;
+  uint64_t deadline = gin_now_ns() + (uint64_t)ms * 1000000ull;
+  struct pollfd pfd[WATCH_MAX_LINKS];
+  for (;;) {
+    int open = 0;
+    for (int i = 0; i < w->nlinks; i++) {
+      pfd[i] = (struct pollfd){.fd = w->links[i].fd, .events = POLLIN};
+      open += w->links[i].fd >= 0;
+    }
+    int left = gin_net_poll_timeout_ms(deadline);
+    if (open == 0 || left == 0) break;
+    if (poll(pfd, (nfds_t)w->nlinks, left) <= 0) continue;
+    for (int i = 0; i < w->nlinks; i++) {
+      watch_link_t *l = &w->links[i];
+      if (l->fd < 0 || !pfd[i].revents) continue;
+      uint8_t junk[256];
+      ssize_t r = recv(l->fd, junk, sizeof junk, MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        close(l->fd);
+        l->fd = -1;
+      }
+    }
+  }
+  watch_free(w);
+}
+
+/* Whether this rank asks to be watched (GIN_WATCH), for the exchange. */
+int gin_watch_wanted_(void) { return param_watch() != 0; }

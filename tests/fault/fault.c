@@ -1,0 +1,497 @@
+/*
+ * A rank killed in the middle of traffic: one rank (the victim) raises
+ * SIGKILL from a second thread while it is inside the scenario's calls;
+ * every other rank must see its pending call fail with an error naming the
+ * dead rank ("rank V (pid P ...) died"), within 2 x GIN_TIMEOUT_MS of the
+ * kill, and so must its later calls (host barrier and all-gather, window
+ * registration, device communicator and EP buffer creation, a device
+ * wait). Then it tears down and checks that nothing is left: every gin
+ * memory freed (the windows were released), no TCP socket, no gin memfd,
+ * no extra thread (host target).
+ *
+ *   ginrun -n N fault_host SCENARIO --stamp DIR [--victim V] [--expect E]
+ *
+ * SCENARIO:
+ *   puts         every rank puts 4 KiB with a signal to every other rank,
+ *                round after round, each round waited for (direct or proxy
+ *                path, as GIN_BACKEND says)
+ *   devbarrier   gin_barrier over the world team in a loop
+ *   hostbarrier  gin_comm_barrier in a loop
+ *   ep           EP dispatch and combine in a loop (the victim dies inside
+ *                gin_ep_dispatch)
+ * --victim V: the rank that dies (default 1). --expect E: the rank the
+ * errors must name (default V; another value makes the test fail, to show
+ * that it can). The victim writes the kill time (CLOCK_MONOTONIC) to
+ * DIR/killed just before it dies. Each survivor prints one line
+ * "fault: rank R: OK ..." or "fault: rank R: FAIL ..."; exit 0 pass, 1 fail.
+ * Any further argument (a marker for pgrep) is ignored. FAULT_POLL_ABORT=1
+ * in the environment makes the kernels check gin_aborted() every round
+ * (a diagnosis: see docs/RELIABILITY.md, Faults, on the cuda target).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gin/gin_ep.h"
+#include "test_common.h"
+
+#define CHUNK 4096
+#define KILL_AFTER_MS 150 /* into the scenario */
+#define EP_T 8
+#define EP_H 128
+#define EP_K 2
+
+enum { MODE_PUTS, MODE_BARRIER, MODE_WAIT };
+
+typedef struct kargs {
+  gin_devcomm_t dc;
+  gin_window_t win;
+  int mode;
+  int rounds;
+  int poll_abort; /* FAULT_POLL_ABORT=1: the kernel checks gin_aborted */
+  int *rc_out;    /* gin memory */
+} kargs_t;
+
+GIN_KERNEL(k_fault, kargs_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank, n = dc->nranks, rc = GIN_SUCCESS;
+  for (int i = 1; i <= args.rounds && rc == GIN_SUCCESS; i++) {
+    if (args.poll_abort && gin_aborted(dc)) rc = GIN_ERR_ABORTED;
+    if (rc != GIN_SUCCESS) break;
+    if (args.mode == MODE_PUTS) {
+      for (int p = 0; p < n && rc == GIN_SUCCESS; p++)
+        if (p != me)
+          rc = gin_put(dc, 0, world, p, args.win, (size_t)me * CHUNK, args.win,
+                       (size_t)n * CHUNK, CHUNK, gin_remote_signal_inc(me),
+                       gin_local_none(), GIN_COOP_THREAD);
+      for (int p = 0; p < n && rc == GIN_SUCCESS; p++)
+        if (p != me) rc = gin_signal_wait(dc, p, (uint64_t)i, GIN_COOP_THREAD);
+    } else if (args.mode == MODE_BARRIER) {
+      rc = gin_barrier(dc, world, 0, GIN_COOP_THREAD);
+    } else { /* a signal nobody sends */
+      rc = gin_signal_wait(dc, n, 1, GIN_COOP_THREAD);
+    }
+  }
+  *args.rc_out = rc;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ victim */
+
+static volatile int started, in_call;
+static char stamp_path[4096];
+
+/* p non-NULL: die inside the call that sets in_call (EP dispatch, host
+ * barrier), waiting at most a second for it. */
+static void *killer(void *p) {
+  while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+    usleep(1000);
+  usleep(KILL_AFTER_MS * 1000);
+  uint64_t until = now_ns() + 1000000000ull;
+  while (p && !__atomic_load_n(&in_call, __ATOMIC_ACQUIRE) && now_ns() < until)
+    sched_yield();
+  char buf[32];
+  int fd = open(stamp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int len = snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)now_ns());
+  if (fd >= 0) {
+    ssize_t w = write(fd, buf, (size_t)len);
+    (void)w;
+    close(fd);
+  }
+  raise(SIGKILL);
+  return NULL;
+}
+
+/* ---------------------------------------------------------- survivor */
+
+typedef struct run {
+  gin_comm_t comm;
+  int rank, nranks, expect, fails;
+  int64_t timeout_ms;
+  uint64_t kill_ns;
+  const char *scenario;
+  double pending_ms, later_ms; /* since the kill */
+  char first_msg[1024];
+} run_t;
+
+static uint64_t read_stamp(void) {
+  FILE *f = fopen(stamp_path, "r");
+  unsigned long long t = 0;
+  if (f) {
+    if (fscanf(f, "%llu", &t) != 1) t = 0;
+    fclose(f);
+  }
+  return t;
+}
+
+/* A call that must have failed naming the dead rank, in time. */
+static void expect_death(run_t *r, const char *what, gin_result_t rc,
+                         uint64_t done_ns, int pending) {
+  char msg[600], want[48];
+  snprintf(msg, sizeof msg, "%s", gin_last_error());
+  snprintf(want, sizeof want, "rank %d (pid ", r->expect);
+  if (!r->kill_ns) r->kill_ns = read_stamp();
+  double ms = r->kill_ns ? (double)((int64_t)(done_ns - r->kill_ns)) / 1e6 : -1;
+  const char *bad = NULL;
+  if (rc == GIN_SUCCESS)
+    bad = "succeeded";
+  else if (!strstr(msg, want) || !strstr(msg, "died"))
+    bad = "does not name the dead rank";
+  else if (!r->kill_ns)
+    bad = "no kill time stamp";
+  else if (ms < 0)
+    bad = "failed before the kill";
+  else if (ms > 2.0 * (double)r->timeout_ms)
+    bad = "too late (more than 2 x GIN_TIMEOUT_MS after the kill)";
+  if (bad) {
+    printf("fault: rank %d: FAIL %s: %s: %s -> %s after %.1f ms: '%s' (want "
+           "'%s... died')\n",
+           r->rank, r->scenario, what, bad, gin_strerror(rc), ms, msg, want);
+    r->fails++;
+    return;
+  }
+  if (pending) {
+    r->pending_ms = ms;
+    snprintf(r->first_msg, sizeof r->first_msg, "%s -> %s: %s", what,
+             gin_strerror(rc), msg);
+  } else if (ms > r->later_ms) {
+    r->later_ms = ms;
+  }
+}
+
+#define MUST(r, call)                                                          \
+  do {                                                                         \
+    gin_result_t rc_ = (call);                                                 \
+    if (rc_ != GIN_SUCCESS) {                                                  \
+      printf("fault: rank %d: FAIL %s: %s -> %s: %s\n", (r)->rank,             \
+             (r)->scenario, #call, gin_strerror(rc_), gin_last_error());       \
+      (r)->fails++;                                                            \
+    }                                                                          \
+  } while (0)
+
+/* Runs a kernel to its end: the kernel's result, else the launch's. */
+static gin_result_t run_kernel(gin_comm_t comm, const kargs_t *a) {
+  gin_result_t rc = gin_launch(k_fault, 1, 1, 0, a);
+  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+  int krc = GIN_SUCCESS;
+  if (rc == GIN_SUCCESS) rc = gin_mem_copy(&krc, a->rc_out, sizeof krc);
+  if (rc == GIN_SUCCESS && krc != GIN_SUCCESS)
+    rc = gin_comm_get_async_error(comm);
+  return rc == GIN_SUCCESS ? krc : rc;
+}
+
+static void *nothing(void *p) { return p; }
+
+static int count_tasks(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  struct dirent *e;
+  if (!d) return -1;
+  while ((e = readdir(d)) != NULL)
+    n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* Whether socket inode `ino` is a TCP socket (in /proc/self/net/tcp*). */
+static int tcp_inode(unsigned long ino) {
+  static const char *files[] = {"/proc/self/net/tcp", "/proc/self/net/tcp6"};
+  char line[512];
+  for (int i = 0; i < 2; i++) {
+    FILE *f = fopen(files[i], "r");
+    if (!f) continue;
+    while (fgets(line, sizeof line, f)) {
+      unsigned long x = 0;
+      /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+      if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &x) == 1 &&
+          x == ino) {
+        fclose(f);
+        return 1;
+      }
+    }
+    fclose(f);
+  }
+  return 0;
+}
+
+/* What gin left open in this process: TCP sockets and gin memfds. */
+static int leftovers(char *out, size_t len) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  int n = 0;
+  size_t k = 0;
+  out[0] = 0;
+  if (!d) return -1;
+  while ((e = readdir(d)) != NULL) {
+    char path[300], target[256];
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t t = readlink(path, target, sizeof target - 1);
+    if (t <= 0) continue;
+    target[t] = 0;
+    unsigned long ino = 0;
+    int bad = strstr(target, "memfd:gin") != NULL ||
+              (sscanf(target, "socket:[%lu]", &ino) == 1 && tcp_inode(ino));
+    if (!bad) continue;
+    n++;
+    if (k < len)
+      k += (size_t)snprintf(out + k, len - k, " fd %s -> %s;", e->d_name,
+                            target);
+  }
+  closedir(d);
+  return n;
+}
+
+typedef struct setup {
+  void *mem, *mem2, *ep_mem; /* window memory; for the later register; EP */
+  int *rc_dev;
+  gin_window_t win;
+  gin_devcomm_t dc;
+  gin_ep_t ep;
+  uint16_t *x, *out;
+  int32_t *idx;
+  float *w;
+} setup_t;
+
+static void setup_make(run_t *r, setup_t *s) {
+  size_t win_bytes = (size_t)(r->nranks + 1) * CHUNK;
+  TCHECK(gin_mem_alloc(win_bytes, &s->mem));
+  TCHECK(gin_mem_alloc(win_bytes, &s->mem2));
+  TCHECK(gin_mem_alloc(sizeof(int), (void **)&s->rc_dev));
+  TCHECK(gin_window_register(r->comm, s->mem, win_bytes, &s->win));
+  gin_devcomm_reqs_t reqs;
+  memset(&reqs, 0, sizeof reqs);
+  reqs.signals = r->nranks + 1;
+  reqs.contexts = 1;
+  reqs.barriers = 1;
+  TCHECK(gin_devcomm_create(r->comm, &reqs, &s->dc));
+  if (strcmp(r->scenario, "ep") != 0) return;
+  gin_ep_config_t cfg = {EP_T, EP_H, EP_K, 2 * r->nranks, 0};
+  TCHECK(gin_ep_create(r->comm, &cfg, &s->ep));
+  uint16_t x[EP_T * EP_H];
+  int32_t idx[EP_T * EP_K];
+  float w[EP_T * EP_K];
+  for (int t = 0; t < EP_T; t++) {
+    for (int c = 0; c < EP_H; c++)
+      x[t * EP_H + c] = gin_float_to_bf16((float)(r->rank * 100 + t));
+    for (int k = 0; k < EP_K; k++) {
+      idx[t * EP_K + k] = (r->rank + t + k) % (2 * r->nranks);
+      w[t * EP_K + k] = 1.0f / EP_K;
+    }
+  }
+  TCHECK(gin_mem_alloc(sizeof x, (void **)&s->x));
+  TCHECK(gin_mem_alloc(sizeof x, (void **)&s->out));
+  TCHECK(gin_mem_alloc(sizeof idx, (void **)&s->idx));
+  TCHECK(gin_mem_alloc(sizeof w, (void **)&s->w));
+  TCHECK(gin_mem_copy(s->x, x, sizeof x));
+  TCHECK(gin_mem_copy(s->idx, idx, sizeof idx));
+  TCHECK(gin_mem_copy(s->w, w, sizeof w));
+}
+
+static kargs_t kargs(const setup_t *s, int mode, int rounds) {
+  kargs_t a;
+  memset(&a, 0, sizeof a);
+  a.dc = s->dc;
+  a.win = s->win;
+  a.mode = mode;
+  a.rounds = rounds;
+  a.poll_abort = getenv("FAULT_POLL_ABORT") != NULL;
+  a.rc_out = s->rc_dev;
+  return a;
+}
+
+/* One EP step: dispatch (the victim dies in it), then combine. */
+static gin_result_t ep_step(run_t *r, setup_t *s) {
+  gin_ep_recv_t recv;
+  __atomic_store_n(&in_call, 1, __ATOMIC_RELEASE);
+  gin_result_t rc =
+      gin_ep_dispatch(s->ep, s->x, s->idx, EP_T, &recv, NULL, GIN_EP_BOTH);
+  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+  __atomic_store_n(&in_call, 0, __ATOMIC_RELEASE);
+  if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(r->comm);
+  if (rc == GIN_SUCCESS)
+    rc = gin_ep_combine(s->ep, (const uint16_t *)recv.x, s->idx, s->w, EP_T,
+                        s->out, NULL, GIN_EP_BOTH);
+  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+  if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(r->comm);
+  return rc;
+}
+
+/* The scenario, until it fails (the victim never returns from it). */
+static gin_result_t scenario_run(run_t *r, setup_t *s, const char **what) {
+  const char *sc = r->scenario;
+  __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+  if (!strcmp(sc, "puts") || !strcmp(sc, "devbarrier")) {
+    kargs_t a =
+        kargs(s, !strcmp(sc, "puts") ? MODE_PUTS : MODE_BARRIER, 1 << 30);
+    *what = !strcmp(sc, "puts") ? "kernel of puts with signals"
+                                : "kernel of device barriers";
+    return run_kernel(r->comm, &a);
+  }
+  gin_result_t rc = GIN_SUCCESS;
+  *what = !strcmp(sc, "ep") ? "EP dispatch/combine" : "gin_comm_barrier";
+  for (long i = 0; i < (1L << 30) && rc == GIN_SUCCESS; i++) {
+    if (!strcmp(sc, "ep")) {
+      rc = ep_step(r, s);
+    } else {
+      __atomic_store_n(&in_call, 1, __ATOMIC_RELEASE);
+      rc = gin_comm_barrier(r->comm);
+      __atomic_store_n(&in_call, 0, __ATOMIC_RELEASE);
+    }
+  }
+  return rc;
+}
+
+/* Every later call fails too, naming the dead rank. */
+static void later_calls(run_t *r, setup_t *s) {
+  size_t win_bytes = (size_t)(r->nranks + 1) * CHUNK;
+  int all[64], mine = r->rank;
+  gin_window_t w2;
+  gin_devcomm_t dc2;
+  gin_ep_t ep2;
+  gin_ep_config_t cfg = {EP_T, EP_H, EP_K, 2 * r->nranks, 0};
+  gin_result_t rc = gin_comm_barrier(r->comm);
+  expect_death(r, "later gin_comm_barrier", rc, now_ns(), 0);
+  rc = gin_comm_allgather(r->comm, &mine, all, sizeof mine);
+  expect_death(r, "later gin_comm_allgather", rc, now_ns(), 0);
+  rc = gin_window_register(r->comm, s->mem2, win_bytes, &w2);
+  expect_death(r, "later gin_window_register", rc, now_ns(), 0);
+  rc = gin_devcomm_create(r->comm, NULL, &dc2);
+  expect_death(r, "later gin_devcomm_create", rc, now_ns(), 0);
+  rc = gin_ep_create(r->comm, &cfg, &ep2);
+  expect_death(r, "later gin_ep_create", rc, now_ns(), 0);
+  kargs_t a = kargs(s, MODE_WAIT, 1);
+  rc = run_kernel(r->comm, &a);
+  expect_death(r, "later device wait", rc, now_ns(), 0);
+  rc = gin_comm_get_async_error(r->comm);
+  expect_death(r, "gin_comm_get_async_error", rc, now_ns(), 0);
+}
+
+/* Teardown on the aborted communicator: frees everything. */
+static void teardown(run_t *r, setup_t *s, int tasks0) {
+  gin_result_t rc;
+  if (s->ep) { /* releases everything, and says why it was not collective */
+    rc = gin_ep_destroy(s->ep);
+    expect_death(r, "gin_ep_destroy", rc, now_ns(), 0);
+  }
+  MUST(r, gin_devcomm_destroy(r->comm, &s->dc)); /* local, succeeds */
+  rc = gin_window_deregister(r->comm, s->win);
+  expect_death(r, "gin_window_deregister", rc, now_ns(), 0);
+  MUST(r, gin_comm_destroy(r->comm));
+  /* The windows were released: the memory can go. */
+  MUST(r, gin_mem_free(s->mem));
+  MUST(r, gin_mem_free(s->mem2));
+  MUST(r, gin_mem_free(s->rc_dev));
+  if (s->x) {
+    MUST(r, gin_mem_free(s->x));
+    MUST(r, gin_mem_free(s->out));
+    MUST(r, gin_mem_free(s->idx));
+    MUST(r, gin_mem_free(s->w));
+  }
+  char left[1024];
+  int n = leftovers(left, sizeof left);
+  if (n != 0) {
+    printf("fault: rank %d: FAIL %s: %d descriptor(s) left:%s\n", r->rank,
+           r->scenario, n, left);
+    r->fails++;
+  }
+  /* The watcher and proxy threads are gone (the cuda runtime keeps its
+   * own threads: host target only). */
+#if GIN_ARCH_CUDA
+  int tasks = tasks0;
+#else
+  int tasks = count_tasks();
+#endif
+  if (tasks > tasks0) {
+    printf("fault: rank %d: FAIL %s: %d threads after teardown, %d before "
+           "init\n",
+           r->rank, r->scenario, tasks, tasks0);
+    r->fails++;
+  }
+}
+
+int main(int argc, char **argv) {
+  test_require_device();
+  run_t r;
+  memset(&r, 0, sizeof r);
+  int victim = 1, expect = -1;
+  const char *dir = NULL;
+  r.scenario = argc > 1 ? argv[1] : "";
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--victim") && i + 1 < argc)
+      victim = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--expect") && i + 1 < argc)
+      expect = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--stamp") && i + 1 < argc)
+      dir = argv[++i];
+  }
+  if (strcmp(r.scenario, "puts") && strcmp(r.scenario, "devbarrier") &&
+      strcmp(r.scenario, "hostbarrier") && strcmp(r.scenario, "ep")) {
+    fprintf(stderr, "usage: fault SCENARIO --stamp DIR [--victim V] "
+                    "[--expect E] (puts, devbarrier, hostbarrier, ep)\n");
+    return 2;
+  }
+  TASSERT(dir, "--stamp DIR is required");
+  snprintf(stamp_path, sizeof stamp_path, "%s/killed", dir);
+  const char *t = getenv("GIN_TIMEOUT_MS");
+  r.timeout_ms = t && atoll(t) > 0 ? atoll(t) : 30000;
+  /* One thread first: a sanitizer's helper thread (TSan starts one with
+   * the first) is then in the baseline. */
+  pthread_t th;
+  TASSERT(!pthread_create(&th, NULL, nothing, NULL) && !pthread_join(th, NULL),
+          "a first thread");
+  int tasks0 = count_tasks();
+
+  TCHECK(gin_comm_init_from_env(&r.comm, NULL));
+  TCHECK(gin_comm_rank(r.comm, &r.rank));
+  TCHECK(gin_comm_size(r.comm, &r.nranks));
+  TASSERT(r.nranks >= 2 && r.nranks <= 64 && victim >= 0 && victim < r.nranks,
+          "2..64 ranks and a victim among them");
+  r.expect = expect >= 0 ? expect : victim;
+  setup_t s;
+  memset(&s, 0, sizeof s);
+  setup_make(&r, &s);
+  TCHECK(gin_comm_barrier(r.comm));
+
+  if (r.rank == victim)
+    TASSERT(!pthread_create(&th, NULL, killer,
+                            strcmp(r.scenario, "ep") &&
+                                    strcmp(r.scenario, "hostbarrier")
+                                ? NULL
+                                : &r),
+            "killer thread");
+  const char *what = "";
+  gin_result_t rc = scenario_run(&r, &s, &what);
+  uint64_t done = now_ns();
+  if (r.rank == victim) {
+    printf("fault: rank %d: FAIL %s: the victim is still alive: %s -> %s\n",
+           r.rank, r.scenario, gin_strerror(rc), gin_last_error());
+    return 1;
+  }
+  expect_death(&r, what, rc, done, 1);
+  later_calls(&r, &s);
+  teardown(&r, &s, tasks0);
+  if (r.fails == 0)
+    printf("fault: rank %d: OK %s: rank %d died; pending %s failed %.1f ms "
+           "after the kill, later calls by %.1f ms (limit %lld ms): %s\n",
+           r.rank, r.scenario, r.expect, what, r.pending_ms, r.later_ms,
+           (long long)(2 * r.timeout_ms), r.first_msg);
+  fflush(stdout);
+  return r.fails ? 1 : 0;
+}
