@@ -120,6 +120,8 @@ run px_conformance_tinyring_4 env GIN_BACKEND=proxy GIN_PROXY_RING_SIZE=8 $R -n 
 export GIN_TIMEOUT_MS=60000
 run px_ep_bench_8 env GIN_BACKEND=proxy $R -n 8 --timeout 200 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_8.csv
 run px_ep_bench_2 env GIN_BACKEND=proxy $R -n 2 --timeout 200 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_2.csv
+(cd build-dev && timeout 200 ctest -R "fault_cuda" --output-on-failure --timeout 60) > "$OUT/fault_cuda.log" 2>&1
+log "fault_cuda ctest: rc=$?"; grep -E "Test +#|tests passed" "$OUT/fault_cuda.log" | tee -a "$OUT/summary.txt"
 echo quit | nvidia-cuda-mps-control; sleep 1
 cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
 cat "$FINAL/summary.txt"

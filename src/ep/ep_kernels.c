@@ -247,16 +247,35 @@ GIN_KERNEL(k_ep_combine_reduce, gin_ep_args_t) {
   for (int t = gin_block_idx(); t < args.T; t += gin_grid_dim()) {
     const int32_t *idx = args.topk + (size_t)t * (size_t)g->K;
     const float *w = args.weights + (size_t)t * (size_t)g->K;
-    EP_FOR_THREADS(c, g->H) {
+    uint16_t *out = args.out + (size_t)t * (size_t)g->H;
+    /* Eight channels a thread at a time (16-byte loads and stores) where
+     * the rows allow; the sums are the same, channel by channel. */
+    int nv = g->H % 8 == 0 && ((uintptr_t)out & 15) == 0 ? g->H / 8 : 0;
+    EP_FOR_THREADS(v, nv) {
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int k = 0; k < g->K; k++) {
+        if (idx[k] < 0) continue;
+        GIN_ALIGNAS(16) uint16_t in[8];
+        gin_store16(in, args.base + gin_ep_crecv_off(g, args.set, t, k) +
+                            (size_t)v * 16);
+        for (int j = 0; j < 8; j++)
+          acc[j] += w[k] * gin_ep_bf16_to_float(in[j]);
+      }
+      GIN_ALIGNAS(16) uint16_t o[8];
+      for (int j = 0; j < 8; j++)
+        o[j] = gin_ep_float_to_bf16(acc[j]);
+      gin_store16(out + (size_t)v * 8, o);
+    }
+    EP_FOR_THREADS(c, g->H - 8 * nv) {
+      int ch = 8 * nv + c;
       float acc = 0.0f;
       for (int k = 0; k < g->K; k++) {
         if (idx[k] < 0) continue;
         const uint16_t *in =
             (const uint16_t *)(args.base + gin_ep_crecv_off(g, args.set, t, k));
-        acc += w[k] * gin_ep_bf16_to_float(in[c]);
+        acc += w[k] * gin_ep_bf16_to_float(in[ch]);
       }
-      args.out[(size_t)t * (size_t)g->H + (size_t)c] =
-          gin_ep_float_to_bf16(acc);
+      out[ch] = gin_ep_float_to_bf16(acc);
     }
   }
 }
