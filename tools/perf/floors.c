@@ -1,9 +1,10 @@
 /*
  * The machine's floors, measured in the same run as the library so every
  * figure is a ratio: GPU side (raw flag ping-pong between the ranks, GPU
- * <-> pinned host flag round trip, device copy, host <-> device copy, the
- * cost of one asynchronous copy call) and CPU side (raw TCP ping-pong and
- * stream over loopback, raw shared-memory flag ping-pong; floors_host.c).
+ * <-> pinned host flag round trip, device copy, copy into the peer's
+ * memory, host <-> device copy, the cost of one asynchronous copy call)
+ * and CPU side (raw TCP ping-pong and stream over loopback, raw
+ * shared-memory flag ping-pong; floors_host.c).
  */
 #include <pthread.h>
 #include <string.h>
@@ -81,6 +82,30 @@ static void emit_value(perf_env_t *env, const char *test, size_t bytes,
   perf_emit(env, &r);
 }
 
+/* Rank 0 copies into a buffer of rank 1 mapped here (CUDA IPC on cuda):
+ * the copy engine's path to the peer's GPU, what cudaMemcpyPeer does
+ * (NVLink or PCIe when the peer has its own GPU, a device copy when it
+ * shares this one), the floor of direct put bandwidth across GPUs. */
+static void peer_copy(perf_env_t *env) {
+  size_t data = env->win_bytes - PERF_DATA;
+  size_t n = data < (256u << 20) ? data : (256u << 20);
+  unsigned char blob[64], blobs[2][64];
+  void *mine = NULL;
+  memset(blob, 0, sizeof blob);
+  if (env->rank == 1) mine = perf_shared_alloc(n, blob);
+  PERF_CHECK(gin_comm_allgather(env->comm, blob, blobs, sizeof blob));
+  void *peer = env->rank == 0 ? perf_shared_map(blobs[1], n) : NULL;
+  if (env->rank == 0 && !peer)
+    perf_note(env, "floor_peer_copy: cannot map rank 1's buffer");
+  for (size_t k = 65536; peer && k <= n; k *= 16) {
+    double us = perf_copy_us(peer, (char *)env->mem + PERF_DATA, k, 20);
+    emit_value(env, "floor_peer_copy", k, us, -1, (double)k / (us * 1e3));
+  }
+  if (peer) perf_shared_unmap(peer, n);
+  PERF_CHECK(gin_comm_barrier(env->comm));
+  if (mine) perf_shared_free(mine, n, blob);
+}
+
 void perf_floors_gpu(perf_env_t *env) {
   double med, p99;
   perf_raw_pingpong(env, 0, &med, &p99);
@@ -107,6 +132,7 @@ void perf_floors_gpu(perf_env_t *env) {
       emit_value(env, "floor_copy_sync", 8, s_us, -1, -1);
     }
   }
+  peer_copy(env);
   PERF_CHECK(gin_comm_barrier(env->comm));
 }
 

@@ -208,11 +208,6 @@ GIN_DEVICE_FN uint8_t gin_ro_u8(const uint8_t *p) {
 GIN_DEVICE_FN void *gin_ro_ptr(void *const *p) {
   return (void *)gin_ro_u64((const uint64_t *)p);
 }
-/* p, which the compiler may no longer trace to where it was loaded. */
-GIN_DEVICE_FN void *gin_opaque_ptr(void *p) {
-  asm("" : "+l"(p));
-  return p;
-}
 GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -270,7 +265,6 @@ GIN_DEVICE_FN uint64_t gin_ro_u64(const uint64_t *p) { return *p; }
 GIN_DEVICE_FN uint32_t gin_ro_u32(const uint32_t *p) { return *p; }
 GIN_DEVICE_FN uint8_t gin_ro_u8(const uint8_t *p) { return *p; }
 GIN_DEVICE_FN void *gin_ro_ptr(void *const *p) { return *p; }
-GIN_DEVICE_FN void *gin_opaque_ptr(void *p) { return p; }
 GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -103,16 +103,9 @@ GIN_DEVICE_FN int gin_dev_near_(const gin_devcomm_t *dc, int w) {
  * unrolled select keeps every parameter offset constant). */
 GIN_DEVICE_FN uint64_t *gin_dev_peer_sig_(const gin_devcomm_t *dc, int w) {
   if (w < GIN_INLINE_PEERS) {
-    /* Each entry read at its fixed offset, then chosen: an indexed read
-     * of the kernel parameters costs ~0.14 us after an acquire (gin-perf
-     * ladder: raw_peersig against raw_peersig_imm); eight fixed reads run
-     * side by side. The opaque step keeps the compiler from turning the
-     * choice back into an indexed read. */
     uint64_t *p = NULL;
-    for (int i = 0; i < GIN_INLINE_PEERS; i++) {
-      uint64_t *c = (uint64_t *)gin_opaque_ptr(dc->peer_sig_inline[i]);
-      p = i == w ? c : p;
-    }
+    for (int i = 0; i < GIN_INLINE_PEERS; i++)
+      if (i == w) p = dc->peer_sig_inline[i];
     return p;
   }
   return (uint64_t *)gin_ro_ptr((void *const *)&dc->peer_signals[w]);
