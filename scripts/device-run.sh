@@ -90,6 +90,29 @@ if [ "${MODE:-all}" = final ]; then
   exit 0
 fi
 
+if [ "${MODE:-all}" = px ]; then
+# EP over the proxy on the cuda target after loading the EP kernels and
+# warming the proxy's copies at init (CUDA lazy loading), and a control
+# with CUDA_MODULE_LOADING=EAGER.
+export GIN_TIMEOUT_MS=8000
+E=build-dev/tests/ep; H=build-dev/gin_ep_hello_cuda; B=build-dev/gin_ep_bench_cuda
+run px_hello_a env GIN_BACKEND=proxy $R -n 2 --timeout 40 $H
+run px_hello_b env GIN_BACKEND=proxy $R -n 2 --timeout 40 $H
+run px_hello_eager env GIN_BACKEND=proxy CUDA_MODULE_LOADING=EAGER $R -n 2 --timeout 40 $H
+run px_hello_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 40 $H
+run px_test_ep_2 env GIN_BACKEND=proxy $R -n 2 --timeout 100 $E/test_ep_cuda
+run px_test_ep_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 100 $E/test_ep_cuda
+run px_test_ep_4 env GIN_BACKEND=proxy $R -n 4 --timeout 100 $E/test_ep_cuda
+export GIN_TIMEOUT_MS=30000
+run px_ep_bench_2 env GIN_BACKEND=proxy $R -n 2 --timeout 100 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_2.csv
+run ep_test_2 $R -n 2 --timeout 100 $E/test_ep_cuda
+run conformance_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 100 $T/conformance_cuda
+echo quit | nvidia-cuda-mps-control
+cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+cat "$FINAL/summary.txt"
+exit 0
+fi
+
 if [ "${MODE:-all}" = diag3 ]; then
 # Block coops with one barrier for the result, the ladder's immediate-offset
 # rung, EP timed as a pipeline, and the EP-over-proxy stall under a few

@@ -169,7 +169,11 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->cfg = *cfg;
   ep->g = g;
   ep->set_cur = -1;
-  res = gin_mem_alloc(g.win_bytes, &ep->mem);
+  const char *why = "";
+  res = gin_ep_kernels_load(&why) == GIN_SUCCESS
+            ? gin_mem_alloc(g.win_bytes, &ep->mem)
+            : GIN_ERROR(GIN_ERR_CUDA,
+                        "gin_ep_create: loading the EP kernels: %s", why);
   /* Collective from here: a rank that failed to allocate registers NULL,
    * which fails on every rank. */
   gin_result_t wres = gin_window_register(

@@ -51,6 +51,10 @@ typedef struct gin_ep_args {
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* Loads the EP kernels now (cuda: before any of them runs), so that no
+ * later launch has to wait for the device to be idle; *why says what
+ * failed. */
+gin_result_t gin_ep_kernels_load(const char **why);
 /* Kernel launchers (ep_kernels.c); stream is a cudaStream_t on cuda. */
 gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream);
 gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream);

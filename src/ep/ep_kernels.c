@@ -314,6 +314,30 @@ static int ep_blocks_for_warps(int n) {
 extern "C" {
 #endif
 
+gin_result_t gin_ep_kernels_load(const char **why) {
+#if GIN_ARCH_CUDA
+  /* With CUDA's lazy loading a kernel's first launch loads its module,
+   * which waits until the device is idle: a dispatch kernel spinning on
+   * the proxy while the host launches the next kernel for the first time
+   * then hangs both (seen on the H200 over the proxy). Loaded here, at
+   * create time, the launches never load anything. */
+  const void *k[] = {
+      (const void *)k_ep_dispatch_send, (const void *)k_ep_dispatch_recv,
+      (const void *)k_ep_combine_send, (const void *)k_ep_combine_wait,
+      (const void *)k_ep_combine_reduce};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    struct cudaFuncAttributes attr;
+    cudaError_t e = cudaFuncGetAttributes(&attr, k[i]);
+    if (e != cudaSuccess) {
+      *why = cudaGetErrorString(e);
+      return GIN_ERR_CUDA;
+    }
+  }
+#endif
+  *why = "";
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream) {
   /* A block per token (the signals go out once every block is done). */
   return gin_launch(k_ep_dispatch_send, ep_grid(a->T), EP_THREADS,

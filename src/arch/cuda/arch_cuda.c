@@ -405,6 +405,36 @@ gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
   return copy_batch(d, r, z, k, s);
 }
 
+/* Makes every kind of copy the proxy uses once (host to device, device to
+ * host, device to device, small ones batched, a large one): with CUDA's
+ * lazy loading the driver loads what a copy needs at its first use, which
+ * can wait until the device is idle, while a kernel spins on that copy. */
+static gin_result_t copy_warm_up(cudaStream_t s) {
+  const size_t big = COPY_ALONE_BYTES, n = 2 * big + 64;
+  char *d = NULL, *h = NULL;
+  gin_result_t res = GIN_SUCCESS;
+  if (cudaMalloc((void **)&d, n) != cudaSuccess ||
+      cudaMallocHost((void **)&h, 64) != cudaSuccess) {
+    cudaGetLastError();
+    res = GIN_ERROR(GIN_ERR_CUDA, "proxy thread: copy warm-up buffers");
+  } else {
+    memset(h, 0, 64);
+    void *dst[2] = {d, d + 32};
+    const void *src[2] = {h, d + 16};
+    size_t sz[2] = {8, 8};
+    if (copy_batch(dst, src, sz, 2, s) != GIN_SUCCESS ||
+        cudaMemcpyAsync(h + 8, d, 8, cudaMemcpyDefault, s) != cudaSuccess ||
+        cudaMemcpyAsync(d + 64 + big, d + 64, big, cudaMemcpyDefault, s) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(s) != cudaSuccess)
+      res = GIN_ERROR(GIN_ERR_CUDA, "proxy thread: copy warm-up: %s",
+                      cudaGetErrorString(cudaGetLastError()));
+  }
+  if (d) cudaFree(d);
+  if (h) cudaFreeHost(h);
+  return res;
+}
+
 gin_result_t gin_arch_copy_thread_setup(void) {
   cudaStream_t s;
   GIN_CHECK(thread_stream(&s));
@@ -413,7 +443,7 @@ gin_result_t gin_arch_copy_thread_setup(void) {
     return GIN_ERROR(GIN_ERR_CUDA,
                      "proxy thread: cannot make %lld copy streams",
                      (long long)k);
-  return GIN_SUCCESS;
+  return copy_warm_up(s);
 }
 
 gin_result_t gin_arch_copy_wait(void) {
