@@ -37,28 +37,21 @@ no row could be read.
 
 import argparse
 import csv
-import math
 import os
 import statistics
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in scripts/
+from perf_csv import (  # noqa: E402
+    GRAN_ORDER, collect, med, row_bytes, write_csv)
+
 DEEPEP_EP8_US = {"dispatch": 77.0, "combine": 114.0}  # H800, NVLink
-GRAN_ORDER = {"thread": 0, "warp": 1, "block": 2}
 P2P_COLS = ("test", "issuer", "bytes", "metric", "gin_direct", "gin_proxy",
             "nvshmem", "nccl", "nccl_host_sync", "floor", "direct_nvshmem",
             "direct_nccl", "proxy_nccl", "direct_floor")
 EP_COLS = ("ranks", "op", "gin", "gin_pipelined", "host_baseline",
            "nccl_a2a", "nccl_a2a_counts", "deepep_h800", "pipe_nccl",
            "pipe_nccl_counts", "pipe_deepep")
-
-
-def num(v):
-    """A positive finite float from a CSV cell, else None."""
-    try:
-        x = float((v or "").strip())
-    except ValueError:
-        return None
-    return x if math.isfinite(x) and x > 0 else None
 
 
 def read(paths):
@@ -72,17 +65,13 @@ def read(paths):
                 cols = set(rd.fieldnames or ())
                 if {"path", "test", "bytes"} <= cols:
                     for r in rd:
-                        try:
-                            size = int(float(r.get("bytes") or "0"))
-                        except ValueError:
+                        size = row_bytes(r)
+                        if size is None:
                             continue
                         key = (r["path"].strip(), r["test"].strip(),
                                (r.get("granularity") or "").strip(), size)
-                        cell = p2p.setdefault(key, {})
-                        for c in ("median_us", "gbps"):
-                            v = num(r.get(c))
-                            if v is not None:
-                                cell.setdefault(c, []).append(v)
+                        collect(p2p.setdefault(key, {}), r,
+                                ("median_us", "gbps"))
                 elif {"impl", "op", "ranks"} <= cols:
                     for r in rd:
                         try:
@@ -90,21 +79,13 @@ def read(paths):
                         except ValueError:
                             continue
                         key = (r["impl"].strip(), r["op"].strip(), ranks)
-                        cell = ep.setdefault(key, {})
-                        v = num(r.get("median_us"))
-                        if v is not None:
-                            cell.setdefault("median_us", []).append(v)
+                        collect(ep.setdefault(key, {}), r, ("median_us",))
                 else:
                     print("multigpu-table: %s: columns not known, skipped"
                           % p, file=sys.stderr)
         except OSError as e:
             print("multigpu-table: %s: %s" % (p, e.strerror), file=sys.stderr)
     return p2p, ep
-
-
-def med(cell, col):
-    vals = (cell or {}).get(col)
-    return statistics.median(vals) if vals else None
 
 
 def ratio(a, b):
@@ -194,16 +175,6 @@ def markdown(cols, heads, rows, conv):
     for r in rows:
         out.append("| " + " | ".join(conv(c, r[c]) for c in cols) + " |")
     return out
-
-
-def write_csv(path, cols, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow(["" if r[c] is None else
-                        ("%.6g" % r[c] if isinstance(r[c], float) else r[c])
-                        for c in cols])
 
 
 def main():

@@ -20,25 +20,21 @@ matplotlib for the plots. Exit status 1 when no row could be joined.
 
 import argparse
 import csv
-import math
 import os
 import statistics
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in scripts/
+from perf_csv import (  # noqa: E402
+    GRAN_ORDER, collect, med, num, row_bytes, write_csv)
 
 TESTS = ("pingpong", "bw", "rate")
 METRIC = {"pingpong": ("median_us", "us", "lower"),
           "bw": ("gbps", "GB/s", "higher"),
           "rate": ("mops", "Mops/s", "higher")}
-GRAN_ORDER = {"thread": 0, "warp": 1, "block": 2}
-
-
-def num(v):
-    """A positive finite float from a CSV cell, else None."""
-    try:
-        x = float((v or "").strip())
-    except ValueError:
-        return None
-    return x if math.isfinite(x) and x > 0 else None
+CSV_COLS = ("test", "granularity", "bytes", "metric", "better", "gin",
+            "nvshmem", "ratio", "gin_p99_us", "nvshmem_p99_us",
+            "copy_floor_gbps")
 
 
 def read(paths, who):
@@ -55,9 +51,8 @@ def read(paths, who):
                 for r in rd:
                     test = (r.get("test") or "").strip()
                     gran = (r.get("granularity") or "").strip()
-                    try:
-                        size = int(float(r.get("bytes") or "0"))
-                    except ValueError:
+                    size = row_bytes(r)
+                    if size is None:
                         continue
                     if test == "floor_raw_flag_pp":
                         v = num(r.get("median_us"))
@@ -67,23 +62,15 @@ def read(paths, who):
                         continue
                     if test not in TESTS:
                         continue
-                    cell = rows.setdefault((test, gran, size), {})
-                    for col in ("median_us", "p99_us", "gbps", "mops",
-                                "floor_value"):
-                        v = num(r.get(col))
-                        if v is not None:
-                            cell.setdefault(col, []).append(v)
+                    collect(rows.setdefault((test, gran, size), {}), r,
+                            ("median_us", "p99_us", "gbps", "mops",
+                             "floor_value"))
         except OSError as e:
             sys.exit("nvshmem-table: %s: %s" % (p, e.strerror))
     if not rows:
         print("nvshmem-table: no pingpong/bw/rate rows in the %s files" % who,
               file=sys.stderr)
     return rows, floors
-
-
-def med(cell, col):
-    v = cell.get(col) if cell else None
-    return statistics.median(v) if v else None
 
 
 def join(gin, nv):
@@ -139,19 +126,6 @@ def markdown(rows, floors, title):
         lines.append("Raw flag ping-pong floor (no library, gin-perf, same "
                      "run): %s us." % fmt(statistics.median(f)))
     return "\n".join(lines) + "\n"
-
-
-def write_csv(rows, path):
-    cols = ["test", "granularity", "bytes", "metric", "better", "gin",
-            "nvshmem", "ratio", "gin_p99_us", "nvshmem_p99_us",
-            "copy_floor_gbps"]
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow(["" if r[c] is None else
-                        ("%.6g" % r[c] if isinstance(r[c], float) else r[c])
-                        for c in cols])
 
 
 def plot(rows, outdir, title):
@@ -245,7 +219,7 @@ def main():
     sys.stdout.write(md)
     with open(os.path.join(a.outdir, "nvshmem-compare.md"), "w") as f:
         f.write(md)
-    write_csv(rows, os.path.join(a.outdir, "nvshmem-compare.csv"))
+    write_csv(os.path.join(a.outdir, "nvshmem-compare.csv"), CSV_COLS, rows)
     if rows:
         plot(rows, a.outdir, a.title)
     return 0 if any(r["ratio"] for r in rows) else 1

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "perf/peer_common.h"
 #include "perf/perf.h"
 
 static const char *const tests[] = {"all",     "pingpong", "sigpp",    "ladder",
@@ -46,15 +47,7 @@ static void usage(FILE *f) {
 }
 
 static void parse(int argc, char **argv, perf_opts_t *o) {
-  memset(o, 0, sizeof *o);
-  o->test = "all";
-  o->b = 8;
-  o->e = 1 << 20;
-  o->f = 2;
-  o->iters = 1000;
-  o->warmup = 100;
-  o->threads = 128;
-  o->reps = 5;
+  PEER_OPTS_INIT(o);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc, known = 0;

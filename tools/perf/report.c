@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "perf/peer_common.h"
 #include "perf/perf.h"
 
 static FILE *csv_f, *json_f;
@@ -24,23 +25,9 @@ perf_row_t perf_row(const char *test, const char *gran, size_t bytes) {
   return r;
 }
 
-static void num(FILE *f, double v, const char *empty) {
-  if (v < 0)
-    fputs(empty, f);
-  else
-    fprintf(f, "%.4g", v);
-}
-
 void perf_report_open(perf_env_t *env) {
   if (env->rank != 0) return;
-  if (env->o.csv) {
-    csv_f = fopen(env->o.csv, "w");
-    if (!csv_f)
-      fprintf(stderr, "gin-perf: cannot write %s\n", env->o.csv);
-    else
-      fprintf(csv_f, "target,path,test,granularity,bytes,median_us,p99_us,"
-                     "gbps,mops,floor,floor_value,ratio\n");
-  }
+  if (env->o.csv) csv_f = peer_csv_open("gin-perf", env->o.csv);
   if (env->o.json) {
     json_f = fopen(env->o.json, "w");
     if (!json_f)
@@ -95,20 +82,9 @@ void perf_emit(perf_env_t *env, const perf_row_t *r) {
   if (r->floor_value >= 0) printf(" (%.3f)", r->floor_value);
   printf("\n");
   fflush(stdout);
-  if (csv_f) {
-    fprintf(csv_f, "%s,%s,%s,%s,%zu,", perf_target_name(), env->path, r->test,
-            r->gran, r->bytes);
-    for (int i = 0; i < 4; i++) {
-      num(csv_f, v[i], "");
-      fputc(',', csv_f);
-    }
-    fprintf(csv_f, "%s,", r->floor);
-    num(csv_f, r->floor_value, "");
-    fputc(',', csv_f);
-    num(csv_f, r->ratio, "");
-    fputc('\n', csv_f);
-    fflush(csv_f);
-  }
+  if (csv_f)
+    peer_csv_row(csv_f, perf_target_name(), env->path, r->test, r->gran,
+                 r->bytes, v, r->floor, r->floor_value, r->ratio);
   if (json_f) {
     const char *names[] = {"median_us", "p99_us", "gbps", "mops", "ratio"};
     fprintf(json_f,
@@ -123,27 +99,13 @@ void perf_emit(perf_env_t *env, const perf_row_t *r) {
   }
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 void perf_stats(uint64_t *s, int n, double ns_per_cycle, double *med,
                 double *p99) {
-  qsort(s, (size_t)n, sizeof *s, cmp_u64);
-  *med = (double)s[n / 2] * ns_per_cycle / 1000.0;
-  *p99 = (double)s[(size_t)(n * 0.99)] * ns_per_cycle / 1000.0;
+  peer_stats_cycles(s, n, ns_per_cycle, med, p99);
 }
 
 void perf_stats_d(double *s, int n, double *med, double *max) {
-  qsort(s, (size_t)n, sizeof *s, cmp_d);
-  *med = s[n / 2];
-  *max = s[n - 1];
+  peer_stats(s, n, 1.0, med, max);
 }
 
 void perf_samples(perf_env_t *env, int iters, double *med, double *p99) {
@@ -168,8 +130,7 @@ int perf_coop_threads(gin_coop_t c) {
 }
 
 size_t perf_next_size(size_t bytes, double f) {
-  size_t n = (size_t)((double)bytes * f);
-  return n > bytes ? n : bytes + 1;
+  return peer_next_size(bytes, f);
 }
 
 void perf_sync(perf_env_t *env) {

@@ -30,7 +30,9 @@
  *                  events); median and max of --reps runs.
  * Rows: a terminal table and gin-perf's CSV columns (path "nccl", or
  * "nccl-self" for one rank; granularity "host"; floor columns empty).
- * Every wait is bounded (NP_WAIT_LIMIT_S); NCCL's errors end the program.
+ * Options, statistics and rows are gin-perf's, shared through
+ * ../peer_common.h. Every wait is bounded (NP_WAIT_LIMIT_S); NCCL's errors
+ * end the program.
  * Only this program links NCCL; the gin library never does.
  */
 #define _GNU_SOURCE
@@ -38,14 +40,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include "gin/gin.h"
+#include "perf/peer_common.h"
 
-#define NP_MAX_ITERS (1 << 20)
 #define NP_BUFFER_BUDGET ((size_t)1 << 30) /* as gin-perf's bw window */
 #define NP_WAIT_LIMIT_S 300.0              /* bound on one stream wait */
 
@@ -77,35 +78,22 @@
     }                                                                          \
   } while (0)
 
-typedef struct np_opts {
-  const char *test, *csv;
-  size_t b, e;
-  double f;
-  int iters, warmup, reps;
-} np_opts_t;
-
 /* What every test runs on. With one rank, peer == me. */
 typedef struct np_env {
-  np_opts_t o;
+  peer_opts_t o;
   int me, nranks, peer;
   ncclComm_t comm;
   cudaStream_t stream;
   char *sbuf, *rbuf; /* device, buf_bytes each */
   size_t buf_bytes;
-  FILE *csv;
+  peer_report_t rep; /* rank 0's table and CSV */
 } np_env_t;
-
-static double np_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Waits until the stream is idle, spinning (a host-initiated user that
  * waits for a message does not sleep), bounded: a peer that died leaves
  * NCCL's kernel waiting, and this aborts the communicator and exits. */
 static void np_wait(np_env_t *env, const char *what) {
-  double t0 = np_now_s();
+  double t0 = peer_now_s();
   for (unsigned k = 0;; k++) {
     cudaError_t e = cudaStreamQuery(env->stream);
     if (e == cudaSuccess) return;
@@ -114,7 +102,7 @@ static void np_wait(np_env_t *env, const char *what) {
     ncclResult_t async = ncclSuccess;
     NP_NCCL(ncclCommGetAsyncError(env->comm, &async));
     if (async != ncclSuccess && async != ncclInProgress) NP_NCCL(async);
-    if (np_now_s() - t0 > NP_WAIT_LIMIT_S) {
+    if (peer_now_s() - t0 > NP_WAIT_LIMIT_S) {
       fprintf(stderr, "nccl_perf: rank %d: %s did not finish in %.0f s\n",
               env->me, what, NP_WAIT_LIMIT_S);
       ncclCommAbort(env->comm);
@@ -158,53 +146,13 @@ static void np_round_trip(np_env_t *env, size_t bytes, int sync) {
   }
 }
 
-static int np_cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Median and the given quantile of n samples (sorted in place). */
-static void np_stats(double *s, int n, double q, double *med, double *hi) {
-  qsort(s, (size_t)n, sizeof *s, np_cmp_d);
-  *med = s[n / 2];
-  size_t i = (size_t)(n * q);
-  *hi = s[i < (size_t)n ? i : (size_t)n - 1];
-}
-
-/* One result: a table row and a CSV line on rank 0, gin-perf's columns.
- * Negative numbers are left empty. */
+/* One result on rank 0: a table row and a CSV line (path "nccl", or
+ * "nccl-self" for one rank; granularity "host"). Negative numbers are
+ * left empty. */
 static void np_emit(np_env_t *env, const char *test, size_t bytes, double med,
                     double p99, double gbps) {
-  static const char *last;
-  if (env->me != 0) return;
-  if (!last || strcmp(last, test) != 0)
-    printf("%-14s %-6s %10s %10s %10s %10s\n", "test", "gran", "bytes",
-           "median_us", "p99_us", "GB/s");
-  last = test;
-  double v[] = {med, p99, gbps};
-  printf("%-14s %-6s %10zu ", test, "host", bytes);
-  for (int i = 0; i < 3; i++)
-    if (v[i] < 0)
-      printf("%10s ", "-");
-    else
-      printf("%10.3f ", v[i]);
-  printf("\n");
-  fflush(stdout);
-  if (!env->csv) return;
-  fprintf(env->csv, "cuda,%s,%s,host,%zu",
-          env->nranks == 1 ? "nccl-self" : "nccl", test, bytes);
-  for (int i = 0; i < 3; i++)
-    if (v[i] < 0)
-      fputc(',', env->csv);
-    else
-      fprintf(env->csv, ",%.4g", v[i]);
-  fprintf(env->csv, ",,,,\n");
-  fflush(env->csv);
-}
-
-static size_t np_next_size(size_t bytes, double f) {
-  size_t n = (size_t)((double)bytes * f);
-  return n > bytes ? n : bytes + 1;
+  double v[] = {med, p99, gbps, -1};
+  if (env->me == 0) peer_emit(&env->rep, test, "host", bytes, v);
 }
 
 /* Round trips at one size: per-iteration us on rank 0, events (stream
@@ -221,10 +169,10 @@ static void np_pingpong_size(np_env_t *env, size_t bytes, int sync, double *med,
     np_round_trip(env, bytes, sync);
   np_wait(env, "warm-up");
   for (int i = 0; i < n; i++) {
-    double t0 = np_now_s();
+    double t0 = peer_now_s();
     NP_CUDA(cudaEventRecord(ev[i], env->stream));
     np_round_trip(env, bytes, sync);
-    t[i] = (np_now_s() - t0) * 1e6;
+    t[i] = (peer_now_s() - t0) * 1e6;
   }
   NP_CUDA(cudaEventRecord(ev[n], env->stream));
   np_wait(env, "pingpong");
@@ -233,7 +181,7 @@ static void np_pingpong_size(np_env_t *env, size_t bytes, int sync, double *med,
     NP_CUDA(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
     t[i] = (double)ms * 1e3;
   }
-  np_stats(t, n, 0.99, med, p99);
+  peer_stats(t, n, 0.99, med, p99);
   for (int i = 0; i <= n; i++)
     cudaEventDestroy(ev[i]);
   free(ev);
@@ -241,9 +189,9 @@ static void np_pingpong_size(np_env_t *env, size_t bytes, int sync, double *med,
 }
 
 static void np_pingpong(np_env_t *env, int sync) {
-  const np_opts_t *o = &env->o;
+  const peer_opts_t *o = &env->o;
   for (size_t bytes = o->b; bytes <= o->e && bytes <= env->buf_bytes;
-       bytes = np_next_size(bytes, o->f)) {
+       bytes = peer_next_size(bytes, o->f)) {
     double med, p99;
     np_pingpong_size(env, bytes, sync, &med, &p99);
     np_emit(env, sync ? "pingpong_sync" : "pingpong", bytes, med, p99, -1);
@@ -277,7 +225,7 @@ static double np_bw_once(np_env_t *env, size_t bytes, int count, cudaEvent_t a,
 }
 
 static void np_bw(np_env_t *env) {
-  const np_opts_t *o = &env->o;
+  const peer_opts_t *o = &env->o;
   int most = o->iters < 100 ? o->iters : 100;
   cudaEvent_t a, b;
   NP_CUDA(cudaEventCreate(&a));
@@ -289,14 +237,14 @@ static void np_bw(np_env_t *env) {
            "many as %zu bytes hold), median of %d\n",
            most, env->buf_bytes, reps);
   for (size_t bytes = o->b; bytes <= o->e && bytes <= env->buf_bytes;
-       bytes = np_next_size(bytes, o->f)) {
+       bytes = peer_next_size(bytes, o->f)) {
     size_t fit = env->buf_bytes / bytes;
     int count = fit < (size_t)most ? (int)fit : most;
     np_bw_once(env, bytes, count, a, b); /* warm-up */
     for (int k = 0; k < reps; k++)
       t[k] = np_bw_once(env, bytes, count, a, b);
     double med, max;
-    np_stats(t, reps, 1.0, &med, &max);
+    peer_stats(t, reps, 1.0, &med, &max);
     np_emit(env, "bw", bytes, med, max,
             med > 0 ? (double)bytes * count / (med * 1e3) : -1);
   }
@@ -318,63 +266,6 @@ static void np_usage(FILE *f) {
              "  -g G, -c N, --blocks B, --threads T   accepted for gin-perf's\n"
              "                            command lines, unused\n"
              "  --csv FILE                gin-perf's CSV columns\n");
-}
-
-static void np_parse(int argc, char **argv, np_opts_t *o) {
-  memset(o, 0, sizeof *o);
-  o->test = "all";
-  o->b = 8;
-  o->e = 1 << 20;
-  o->f = 2;
-  o->iters = 1000;
-  o->warmup = 100;
-  o->reps = 5;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "pingpong") || !strcmp(a, "bw") || !strcmp(a, "all")) {
-      o->test = a;
-      continue;
-    }
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      np_usage(stdout);
-      exit(0);
-    }
-    if (!strcmp(a, "--floors")) continue; /* gin-perf's; nothing to add */
-    if (!v) {
-      fprintf(stderr, "nccl_perf: unknown test or option: %s\n", a);
-      np_usage(stderr);
-      exit(2);
-    }
-    i++;
-    if (!strcmp(a, "-b"))
-      o->b = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "-e"))
-      o->e = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "-f"))
-      o->f = atof(v);
-    else if (!strcmp(a, "-n"))
-      o->iters = atoi(v);
-    else if (!strcmp(a, "-w"))
-      o->warmup = atoi(v);
-    else if (!strcmp(a, "--reps"))
-      o->reps = atoi(v);
-    else if (!strcmp(a, "--csv"))
-      o->csv = v;
-    else if (strcmp(a, "-g") && strcmp(a, "-c") && strcmp(a, "--blocks") &&
-             strcmp(a, "--threads")) {
-      fprintf(stderr, "nccl_perf: unknown option %s %s\n", a, v);
-      np_usage(stderr);
-      exit(2);
-    }
-  }
-  if (o->b < 1 || o->e < o->b || o->f <= 1 || o->iters < 1 ||
-      o->iters > NP_MAX_ITERS || o->warmup < 0 || o->reps < 1) {
-    fprintf(stderr,
-            "nccl_perf: need 1 <= -b <= -e, -f > 1, 1 <= -n <= %d, "
-            "-w >= 0, --reps >= 1\n",
-            NP_MAX_ITERS);
-    exit(2);
-  }
 }
 
 /* gin's bootstrap hands rank 0's NCCL unique id to every rank; NCCL then
@@ -402,8 +293,10 @@ static void np_init(np_env_t *env) {
 int main(int argc, char **argv) {
   np_env_t env;
   memset(&env, 0, sizeof env);
-  np_parse(argc, argv, &env.o);
-  np_opts_t *o = &env.o;
+  static const char *const tests[] = {"pingpong", "bw", "all", NULL};
+  peer_opts_parse(argc, argv, "nccl_perf", tests, PEER_OPTS_GRID_UNUSED,
+                  np_usage, &env.o);
+  peer_opts_t *o = &env.o;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
     printf("SKIP: no CUDA device\n");
@@ -422,14 +315,12 @@ int main(int argc, char **argv) {
   NP_CUDA(cudaMemset(env.rbuf, 0, env.buf_bytes));
   NP_CUDA(cudaStreamCreateWithFlags(&env.stream, cudaStreamNonBlocking));
   NP_CUDA(cudaDeviceSynchronize());
-  if (env.me == 0 && o->csv) {
-    env.csv = fopen(o->csv, "w");
-    if (!env.csv)
-      fprintf(stderr, "nccl_perf: cannot write %s\n", o->csv);
-    else
-      fprintf(env.csv, "target,path,test,granularity,bytes,median_us,p99_us,"
-                       "gbps,mops,floor,floor_value,ratio\n");
-  }
+  env.rep.path = env.nranks == 1 ? "nccl-self" : "nccl";
+  env.rep.test_w = 14;
+  env.rep.gran_w = 6;
+  env.rep.bytes_w = 10;
+  env.rep.nv = 3;
+  if (env.me == 0 && o->csv) env.rep.csv = peer_csv_open("nccl_perf", o->csv);
   int version = 0, dev = 0;
   NP_NCCL(ncclGetVersion(&version));
   NP_CUDA(cudaGetDevice(&dev));
@@ -449,7 +340,7 @@ int main(int argc, char **argv) {
   }
   if (all || !strcmp(o->test, "bw")) np_bw(&env);
 
-  if (env.csv) fclose(env.csv);
+  if (env.rep.csv) fclose(env.rep.csv);
   np_wait(&env, "the last operation");
   NP_NCCL(ncclCommDestroy(env.comm));
   NP_CUDA(cudaStreamDestroy(env.stream));

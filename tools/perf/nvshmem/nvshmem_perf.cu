@@ -18,13 +18,14 @@
  * of PE 0 from its start until the receiver acknowledged; the data area is
  * sized as gin-perf sizes its window, so every size has the same put count;
  * the CSV columns are gin-perf's (path "nvshmem", floor columns empty).
+ * Options, statistics and rows come from ../peer_common.h, shared with
+ * gin-perf and nccl_perf.
  * Only this program needs NVSHMEM; the gin library never does.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime.h>
@@ -32,12 +33,11 @@
 #include <nvshmemx.h>
 
 #include "gin/gin.h"
+#include "perf/peer_common.h"
 
-#define NVP_MAX_SAMPLES (1 << 20)
 #define NVP_BW_BUDGET ((size_t)1 << 30) /* as perf_bw_budget() on cuda */
 #define NVP_KERNEL_LIMIT_S 300          /* host bound on one kernel */
 
-enum { NVP_THREAD = 0, NVP_WARP, NVP_BLOCK };    /* issue granularity (-g) */
 enum { SIG_PP = 0, SIG_DATA, SIG_ACK, SIG_CHK }; /* symmetric signal words */
 
 #define NVP_CUDA(call)                                                         \
@@ -60,17 +60,10 @@ enum { SIG_PP = 0, SIG_DATA, SIG_ACK, SIG_CHK }; /* symmetric signal words */
     }                                                                          \
   } while (0)
 
-typedef struct nvp_opts {
-  const char *test, *csv;
-  size_t b, e;
-  double f;
-  int iters, warmup, blocks, threads, reps, gran, contexts;
-} nvp_opts_t;
-
 /* What every test runs on. data and sig are symmetric (nvshmem_malloc);
  * sig_base counts what this PE's signals received so far. */
 typedef struct nvp_env {
-  nvp_opts_t o;
+  peer_opts_t o;
   int me;
   char *data;
   size_t data_bytes;
@@ -78,7 +71,7 @@ typedef struct nvp_env {
   uint64_t sig_base[4];
   uint64_t *samples; /* device: iters + 2 words */
   cudaStream_t stream;
-  FILE *csv;
+  peer_report_t rep; /* PE 0's table and CSV */
 } nvp_env_t;
 
 /* ------------------------------------------------------------ device */
@@ -90,9 +83,9 @@ __device__ static uint64_t nvp_time_ns(void) {
 }
 
 __device__ static void nvp_gran_sync(int gran) {
-  if (gran == NVP_WARP)
+  if (gran == PEER_GRAN_WARP)
     __syncwarp();
-  else if (gran == NVP_BLOCK)
+  else if (gran == PEER_GRAN_BLOCK)
     __syncthreads();
 }
 
@@ -123,11 +116,11 @@ __global__ void k_pingpong(nvp_lat_args_t a) {
       nvp_gran_sync(a.gran);
     }
     switch (a.gran) {
-    case NVP_THREAD:
+    case PEER_GRAN_THREAD:
       nvshmem_putmem_signal_nbi(a.data, a.data, a.bytes, a.sig, 1,
                                 NVSHMEM_SIGNAL_ADD, peer);
       break;
-    case NVP_WARP:
+    case PEER_GRAN_WARP:
       nvshmemx_putmem_signal_nbi_warp(a.data, a.data, a.bytes, a.sig, 1,
                                       NVSHMEM_SIGNAL_ADD, peer);
       break;
@@ -221,22 +214,16 @@ __global__ void k_check(char *data, uint64_t *sig, size_t words, uint64_t base,
 
 /* -------------------------------------------------------------- host */
 
-static double nvp_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Waits for the test kernel, bounded (NVSHMEM's waits are not): a peer
  * that died leaves the kernel spinning, and this exits instead. */
 static void nvp_wait(nvp_env_t *env, const char *what) {
   NVP_CUDA(cudaGetLastError());
-  double t0 = nvp_now_s();
+  double t0 = peer_now_s();
   for (;;) {
     cudaError_t e = cudaStreamQuery(env->stream);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) NVP_CUDA(e);
-    if (nvp_now_s() - t0 > NVP_KERNEL_LIMIT_S) {
+    if (peer_now_s() - t0 > NVP_KERNEL_LIMIT_S) {
       fprintf(stderr, "nvshmem_perf: PE %d: %s did not finish in %d s\n",
               env->me, what, NVP_KERNEL_LIMIT_S);
       exit(1);
@@ -246,26 +233,13 @@ static void nvp_wait(nvp_env_t *env, const char *what) {
 }
 
 static int nvp_threads(int gran) {
-  return gran == NVP_THREAD ? 1 : gran == NVP_WARP ? 32 : 512;
+  return gran == PEER_GRAN_THREAD ? 1 : gran == PEER_GRAN_WARP ? 32 : 512;
 }
 
 static const char *nvp_gran_name(int gran) {
-  return gran == NVP_THREAD ? "thread" : gran == NVP_WARP ? "warp" : "block";
-}
-
-static size_t nvp_next_size(size_t bytes, double f) {
-  size_t n = (size_t)((double)bytes * f);
-  return n > bytes ? n : bytes + 1;
-}
-
-static int nvp_cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int nvp_cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+  return gran == PEER_GRAN_THREAD ? "thread"
+         : gran == PEER_GRAN_WARP ? "warp"
+                                  : "block";
 }
 
 /* One result as gin-perf prints and writes it: a table row on PE 0 and a
@@ -273,30 +247,8 @@ static int nvp_cmp_d(const void *a, const void *b) {
 static void nvp_emit(nvp_env_t *env, const char *test, const char *gran,
                      size_t bytes, double med, double p99, double gbps,
                      double mops) {
-  static const char *last;
-  if (env->me != 0) return;
-  if (!last || strcmp(last, test) != 0)
-    printf("%-19s %-12s %9s %10s %10s %10s %10s\n", "test", "gran", "bytes",
-           "median_us", "p99_us", "GB/s", "Mops/s");
-  last = test;
   double v[] = {med, p99, gbps, mops};
-  printf("%-19s %-12s %9zu ", test, gran, bytes);
-  for (int i = 0; i < 4; i++)
-    if (v[i] < 0)
-      printf("%10s ", "-");
-    else
-      printf("%10.3f ", v[i]);
-  printf("\n");
-  fflush(stdout);
-  if (!env->csv) return;
-  fprintf(env->csv, "cuda,nvshmem,%s,%s,%zu", test, gran, bytes);
-  for (int i = 0; i < 4; i++)
-    if (v[i] < 0)
-      fputc(',', env->csv);
-    else
-      fprintf(env->csv, ",%.4g", v[i]);
-  fprintf(env->csv, ",,,\n");
-  fflush(env->csv);
+  if (env->me == 0) peer_emit(&env->rep, test, gran, bytes, v);
 }
 
 /* Ping-pong at one size: median and p99 round trip (us) on PE 0. */
@@ -326,15 +278,14 @@ static void nvp_lat_run(nvp_env_t *env, size_t bytes, double *med,
   NVP_CUDA(cudaMemcpy(s, env->samples, sizeof *s * (size_t)(n + 2),
                       cudaMemcpyDeviceToHost));
   double nspc = s[n + 1] ? (double)s[n] / (double)s[n + 1] : 1;
-  qsort(s, (size_t)n, sizeof *s, nvp_cmp_u64);
-  *med = (double)s[n / 2] * nspc / 1000.0;
-  *p99 = (double)s[(size_t)(n * 0.99)] * nspc / 1000.0;
+  peer_stats_cycles(s, n, nspc, med, p99);
   free(s);
 }
 
 static void nvp_pingpong(nvp_env_t *env) {
-  const nvp_opts_t *o = &env->o;
-  for (size_t bytes = o->b; bytes <= o->e; bytes = nvp_next_size(bytes, o->f)) {
+  const peer_opts_t *o = &env->o;
+  for (size_t bytes = o->b; bytes <= o->e;
+       bytes = peer_next_size(bytes, o->f)) {
     if (bytes > env->data_bytes) break;
     double med, p99;
     nvp_lat_run(env, bytes, &med, &p99);
@@ -367,19 +318,18 @@ static void nvp_bw_reps(nvp_env_t *env, nvp_bw_args_t *a, int threads,
   int reps = env->o.reps < 64 ? env->o.reps : 64;
   for (int k = 0; k < reps; k++)
     t[k] = nvp_bw_once(env, a, threads);
-  qsort(t, (size_t)reps, sizeof *t, nvp_cmp_d);
-  *med = t[reps / 2];
-  *max = t[reps - 1];
+  peer_stats(t, reps, 1.0, med, max);
 }
 
 static void nvp_bw(nvp_env_t *env) {
-  const nvp_opts_t *o = &env->o;
+  const peer_opts_t *o = &env->o;
   int most = o->iters < 100 ? o->iters : 100;
   if (env->me == 0)
     printf("# bw: %d blocks, each up to %d puts to distinct destinations "
            "(as many as the data area holds), median of %d\n",
            o->blocks, most, o->reps);
-  for (size_t bytes = o->b; bytes <= o->e; bytes = nvp_next_size(bytes, o->f)) {
+  for (size_t bytes = o->b; bytes <= o->e;
+       bytes = peer_next_size(bytes, o->f)) {
     size_t fit = env->data_bytes / (bytes * (size_t)o->blocks);
     if (fit < 1) break;
     nvp_bw_args_t a;
@@ -391,7 +341,7 @@ static void nvp_bw(nvp_env_t *env) {
     a.me = env->me;
     a.samples = env->samples;
     double med, max;
-    nvp_bw_reps(env, &a, nvp_threads(NVP_BLOCK), &med, &max);
+    nvp_bw_reps(env, &a, nvp_threads(PEER_GRAN_BLOCK), &med, &max);
     double total = (double)bytes * o->blocks * a.iters;
     nvp_emit(env, "bw", "block", bytes, med / 1000.0, max / 1000.0,
              med > 0 ? total / med : -1, -1);
@@ -399,7 +349,7 @@ static void nvp_bw(nvp_env_t *env) {
 }
 
 static void nvp_rate(nvp_env_t *env) {
-  const nvp_opts_t *o = &env->o;
+  const peer_opts_t *o = &env->o;
   nvp_bw_args_t a;
   memset(&a, 0, sizeof a);
   a.data = env->data;
@@ -463,76 +413,6 @@ static void nvp_usage(FILE *f) {
           "  --csv FILE                gin-perf's CSV columns\n");
 }
 
-static void nvp_parse(int argc, char **argv, nvp_opts_t *o) {
-  memset(o, 0, sizeof *o);
-  o->test = "all";
-  o->b = 8;
-  o->e = 1 << 20;
-  o->f = 2;
-  o->iters = 1000;
-  o->warmup = 100;
-  o->threads = 128;
-  o->reps = 5;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "pingpong") || !strcmp(a, "bw") || !strcmp(a, "rate") ||
-        !strcmp(a, "all")) {
-      o->test = a;
-      continue;
-    }
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      nvp_usage(stdout);
-      exit(0);
-    }
-    if (!v) {
-      fprintf(stderr, "nvshmem_perf: unknown test or option: %s\n", a);
-      nvp_usage(stderr);
-      exit(2);
-    }
-    i++;
-    if (!strcmp(a, "-b"))
-      o->b = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "-e"))
-      o->e = strtoull(v, NULL, 0);
-    else if (!strcmp(a, "-f"))
-      o->f = atof(v);
-    else if (!strcmp(a, "-n"))
-      o->iters = atoi(v);
-    else if (!strcmp(a, "-w"))
-      o->warmup = atoi(v);
-    else if (!strcmp(a, "-c"))
-      o->contexts = atoi(v);
-    else if (!strcmp(a, "--blocks"))
-      o->blocks = atoi(v);
-    else if (!strcmp(a, "--threads"))
-      o->threads = atoi(v);
-    else if (!strcmp(a, "--reps"))
-      o->reps = atoi(v);
-    else if (!strcmp(a, "--csv"))
-      o->csv = v;
-    else if (!strcmp(a, "-g") && !strcmp(v, "thread"))
-      o->gran = NVP_THREAD;
-    else if (!strcmp(a, "-g") && !strcmp(v, "warp"))
-      o->gran = NVP_WARP;
-    else if (!strcmp(a, "-g") && !strcmp(v, "block"))
-      o->gran = NVP_BLOCK;
-    else {
-      fprintf(stderr, "nvshmem_perf: unknown option %s %s\n", a, v);
-      nvp_usage(stderr);
-      exit(2);
-    }
-  }
-  if (o->b < 1 || o->e < o->b || o->f <= 1 || o->iters < 1 ||
-      o->iters > NVP_MAX_SAMPLES || o->warmup < 0 || o->threads < 1 ||
-      o->threads > 1024 || o->reps < 1 || o->blocks < 0) {
-    fprintf(stderr,
-            "nvshmem_perf: need 1 <= -b <= -e, -f > 1, 1 <= -n <= "
-            "%d, -w >= 0, 1 <= --threads <= 1024, --reps >= 1\n",
-            NVP_MAX_SAMPLES);
-    exit(2);
-  }
-}
-
 /* NVSHMEM's settings for two PEs on one GPU (docs/PERFORMANCE.md), each
  * unless the environment already has it, and a symmetric heap that holds
  * the data area. */
@@ -578,8 +458,9 @@ static void nvp_init(nvp_env_t *env) {
 int main(int argc, char **argv) {
   nvp_env_t env;
   memset(&env, 0, sizeof env);
-  nvp_parse(argc, argv, &env.o);
-  nvp_opts_t *o = &env.o;
+  static const char *const tests[] = {"pingpong", "bw", "rate", "all", NULL};
+  peer_opts_parse(argc, argv, "nvshmem_perf", tests, 0, nvp_usage, &env.o);
+  peer_opts_t *o = &env.o;
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
     printf("SKIP: no CUDA device\n");
@@ -615,14 +496,13 @@ int main(int argc, char **argv) {
                       sizeof(uint64_t) * (size_t)(o->iters + 2)));
   NVP_CUDA(cudaStreamCreateWithFlags(&env.stream, cudaStreamNonBlocking));
   NVP_CUDA(cudaDeviceSynchronize());
-  if (env.me == 0 && o->csv) {
-    env.csv = fopen(o->csv, "w");
-    if (!env.csv)
-      fprintf(stderr, "nvshmem_perf: cannot write %s\n", o->csv);
-    else
-      fprintf(env.csv, "target,path,test,granularity,bytes,median_us,p99_us,"
-                       "gbps,mops,floor,floor_value,ratio\n");
-  }
+  env.rep.path = "nvshmem";
+  env.rep.test_w = 19;
+  env.rep.gran_w = 12;
+  env.rep.bytes_w = 9;
+  env.rep.nv = 4;
+  if (env.me == 0 && o->csv)
+    env.rep.csv = peer_csv_open("nvshmem_perf", o->csv);
   if (env.me == 0)
     printf("# nvshmem_perf, NVSHMEM %d.%d.%d, 2 PEs, %d iterations (+%d "
            "warm-up)%s\n",
@@ -636,7 +516,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(o->test, "bw")) nvp_bw(&env);
   if (all || !strcmp(o->test, "rate")) nvp_rate(&env);
 
-  if (env.csv) fclose(env.csv);
+  if (env.rep.csv) fclose(env.rep.csv);
   nvshmem_barrier_all();
   NVP_CUDA(cudaStreamDestroy(env.stream));
   NVP_CUDA(cudaFree(env.samples));
