@@ -4,6 +4,7 @@
  * and the asynchronous error report.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -96,14 +97,32 @@ static gin_result_t comm_bs_abort(void *arg, int settle_ms) {
                          c->rank);
 }
 
-/* The message for rank `dead` found dead by rank `by`, reported by rank
- * `owner`: names the rank, its pid and host, and how it was seen. */
+/* Whether a link that failed with err says only that the rank cannot be
+ * reached (no answer: its host, or the network between, is down; the
+ * rank may well be alive), rather than that its process is gone (its
+ * kernel closed or reset the connection). */
+static int death_unreachable(int how, int err) {
+  return how == GIN_DEATH_ERROR &&
+         (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ||
+          err == ENETDOWN || err == EHOSTDOWN);
+}
+
+/* The message for rank `dead` found dead (or unreachable) by rank `by`,
+ * reported by rank `owner`: names the rank, its pid and host, and how it
+ * was seen. */
 static gin_result_t death_report(gin_comm_t c, int owner, int dead, int by,
                                  int how, int err) {
   char host[64];
   const char *hid = c->peers[dead].hostid;
   size_t n = strcspn(hid, "/");
   snprintf(host, sizeof host, "%.*s", (int)(n < 63 ? n : 63), hid);
+  if (death_unreachable(how, err))
+    return GIN_ERROR(GIN_ERR_REMOTE,
+                     "rank %d: rank %d (pid %d on %s) unreachable: its "
+                     "connection to rank %d failed (%s): its host or the "
+                     "network between them failed",
+                     owner, dead, (int)c->peers[dead].pid, host, by,
+                     strerror(err));
   char cause[160];
   if (how == GIN_DEATH_ERROR)
     snprintf(cause, sizeof cause, "failed (%s)", strerror(err));
@@ -127,9 +146,10 @@ void gin_comm_peer_dead_(gin_comm_t c, int dead, int by, int how, int err) {
     __atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
   }
   GIN_WARN(BOOTSTRAP,
-           "rank %d: rank %d (pid %d) died: its connection to rank %d %s; "
+           "rank %d: rank %d (pid %d) %s: its connection to rank %d %s; "
            "communicator aborted",
-           c->rank, dead, (int)c->peers[dead].pid, by,
+           c->rank, dead, (int)c->peers[dead].pid,
+           death_unreachable(how, err) ? "unreachable" : "died", by,
            how == GIN_DEATH_ERROR ? "failed" : "closed without a goodbye");
   /* The CPU-side records first, then the abort words (a wait that sees the
    * word finds the record): this rank's and its load/store peers'. */
@@ -372,8 +392,6 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                       (int)c->peers[r].rank);
       goto free_comm;
     }
-  /* Every rank has its ring now (the exchange above): link and watch. */
-  GIN_CHECK_GOTO(gin_watch_start(c), res, free_comm);
   GIN_CHECK_GOTO(gin_arch_dev_alloc(n, (void **)&c->path_dev), res, free_comm);
   GIN_CHECK_GOTO(
       gin_arch_dev_alloc(n * sizeof(int), (void **)&c->lsa_ranks_dev), res,
@@ -383,6 +401,10 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                  res, free_comm);
   GIN_CHECK_GOTO(comm_setup_paths(c), res, free_comm);
   GIN_CHECK_GOTO(comm_map_peer_ctrl(c), res, free_comm);
+  /* Every rank has its ring now (the exchange above): link and watch.
+   * After the peers' control pages are mapped: the watcher writes them
+   * (its thread's start orders the mapping before). */
+  GIN_CHECK_GOTO(gin_watch_start(c), res, free_comm);
   GIN_CHECK_GOTO(gin_window_init_(c), res, fini_windows);
   /* Every rank takes part, so that a transport's setup is collective. */
   int any_proxy = comm_has_proxied(c), all_proxy = 0;

@@ -15,10 +15,8 @@
  * dead rank. TCP keepalive, scaled to the communicator's timeout, catches
  * a host that vanished without closing anything.
  *
- * Link messages, 16 bytes little endian: magic u32 "GINW", type u8 (BYE,
- * DEAD), how u8 (GIN_DEATH_*), err u16 (errno), rank i32 (the dead rank;
- * the sender for BYE), by i32 (who saw it; the sender for BYE). Checked by
- * watch_msg_check before use.
+ * Link messages: 16 bytes (core/watch_msg.h), checked by
+ * gin_watch_msg_check before use.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +33,7 @@
 
 #include "core/comm.h"
 #include "core/net.h"
+#include "core/watch_msg.h"
 
 GIN_PARAM_INT(param_watch, "WATCH", 1,
               "1: every rank watches a few others (about 2 log2 N "
@@ -44,23 +43,20 @@ GIN_PARAM_INT(param_watch, "WATCH", 1,
               "an error naming it. 0: off (a dead rank shows only as "
               "timeouts). Must be the same on every rank")
 
-#define WATCH_MAGIC 0x47494e57u /* "GINW" */
-#define WATCH_MSG_BYTES 16
 #define WATCH_MAX_LINKS 32 /* 2 * log2(GIN_MAX_RANKS) = 20 at most */
 #define WATCH_BYE_MS 1000  /* most gin_watch_stop waits for the goodbyes */
 
-enum { WATCH_BYE = 1, WATCH_DEAD = 2 };
-
-typedef struct watch_msg {
-  int type, how, err, rank, by;
-} watch_msg_t;
+_Static_assert((int)GIN_WATCH_HOW_CLOSED == (int)GIN_DEATH_CLOSED &&
+                   (int)GIN_WATCH_HOW_ERROR == (int)GIN_DEATH_ERROR,
+               "watch messages carry GIN_DEATH_* values");
 
 typedef struct watch_link {
   int peer;
   int fd;  /* -1 once closed (atomic: gin_watch_busy_ reads it) */
   int bye; /* the peer said goodbye: its closing is no death */
+  int err; /* errno of a failed send on it (the socket reports it once) */
   size_t got;
-  uint8_t buf[WATCH_MSG_BYTES];
+  uint8_t buf[GIN_WATCH_MSG_BYTES];
 } watch_link_t;
 
 typedef struct gin_watch {
@@ -72,38 +68,6 @@ typedef struct gin_watch {
   int wake_fd;   /* eventfd: stop */
   pthread_t tid;
 } gin_watch_t;
-
-static void watch_msg_encode(const watch_msg_t *m, uint8_t *p) {
-  gin_le_put32(p, WATCH_MAGIC);
-  p[4] = (uint8_t)m->type;
-  p[5] = (uint8_t)m->how;
-  gin_le_put16(p + 6, (uint16_t)m->err);
-  gin_le_put32(p + 8, (uint32_t)m->rank);
-  gin_le_put32(p + 12, (uint32_t)m->by);
-}
-
-/* Checks a message from a link; 0 and *out if it is one, else -1. Pure. */
-static int watch_msg_check(const uint8_t *p, int nranks, int from,
-                           watch_msg_t *out) {
-  watch_msg_t m = {.type = p[4],
-                   .how = p[5],
-                   .err = gin_le_get16(p + 6),
-                   .rank = (int32_t)gin_le_get32(p + 8),
-                   .by = (int32_t)gin_le_get32(p + 12)};
-  if (gin_le_get32(p) != WATCH_MAGIC || m.rank < 0 || m.rank >= nranks ||
-      m.by < 0 || m.by >= nranks)
-    return -1;
-  if (m.type == WATCH_BYE &&
-      (m.how != 0 || m.err != 0 || m.rank != from || m.by != from))
-    return -1;
-  if (m.type == WATCH_DEAD &&
-      ((m.how != GIN_DEATH_CLOSED && m.how != GIN_DEATH_ERROR) ||
-       m.rank == m.by || m.rank == from))
-    return -1;
-  if (m.type != WATCH_BYE && m.type != WATCH_DEAD) return -1;
-  *out = m;
-  return 0;
-}
 
 /* The ranks at distance 1, 2, 4, ... either way (symmetric). */
 static int watch_peers(int rank, int n, int *out) {
@@ -140,23 +104,27 @@ static void watch_dead(gin_watch_t *w, int dead, int by, int how, int err) {
   if (w->dead[dead]) return;
   w->dead[dead] = 1;
   gin_comm_peer_dead_(w->comm, dead, by, how, err);
-  uint8_t msg[WATCH_MSG_BYTES];
-  watch_msg_t m = {WATCH_DEAD, how, err & 0xffff, dead, by};
-  watch_msg_encode(&m, msg);
+  uint8_t msg[GIN_WATCH_MSG_BYTES];
+  gin_watch_msg_t m = {GIN_WATCH_DEAD, how, err & 0xffff, dead, by};
+  gin_watch_msg_encode(&m, msg);
   for (int i = 0; i < w->nlinks; i++) {
     watch_link_t *l = &w->links[i];
     if (l->fd < 0 || l->bye || l->peer == dead) continue;
     /* 16 bytes into an idle socket: a short send means the link is gone,
-     * which its own poll reports. */
+     * which its own poll reports. A failed link reports its error to the
+     * first call only: keep it for watch_read, whose recv then sees an
+     * end of stream (a timeout must not read as a clean close). */
     ssize_t k = send(l->fd, msg, sizeof msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)k;
+    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+        !l->err)
+      l->err = errno;
   }
 }
 
 static void watch_handle(gin_watch_t *w, watch_link_t *l,
-                         const watch_msg_t *m) {
+                         const gin_watch_msg_t *m) {
   gin_comm_t c = w->comm;
-  if (m->type == WATCH_BYE) {
+  if (m->type == GIN_WATCH_BYE) {
     l->bye = 1;
     GIN_INFO(BOOTSTRAP, "rank %d: rank %d left the communicator", c->rank,
              l->peer);
@@ -173,10 +141,11 @@ static void watch_read(gin_watch_t *w, watch_link_t *l) {
         recv(l->fd, l->buf + l->got, sizeof l->buf - l->got, MSG_DONTWAIT);
     if (k > 0) {
       l->got += (size_t)k;
-      if (l->got < WATCH_MSG_BYTES) continue;
+      if (l->got < GIN_WATCH_MSG_BYTES) continue;
       l->got = 0;
-      watch_msg_t m;
-      if (watch_msg_check(l->buf, c->nranks, l->peer, &m) == 0)
+      gin_watch_msg_t m;
+      if (gin_watch_msg_check(l->buf, sizeof l->buf, c->nranks, l->peer, &m) ==
+          0)
         watch_handle(w, l, &m);
       else
         GIN_WARN(BOOTSTRAP, "rank %d: malformed watch message from rank %d",
@@ -185,7 +154,7 @@ static void watch_read(gin_watch_t *w, watch_link_t *l) {
     }
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
       return;
-    int err = k < 0 ? errno : 0;
+    int err = k < 0 ? errno : l->err;
     int fd = l->fd;
     __atomic_store_n(&l->fd, -1, __ATOMIC_RELAXED);
     close(fd);
@@ -314,9 +283,9 @@ void gin_watch_stop(gin_comm_t c) {
   /* Goodbye, then wait (bounded) until each peer closed its end, reading
    * what is left: closing with unread bytes would reset the connection
    * and could drop the goodbye on its way. */
-  uint8_t msg[WATCH_MSG_BYTES];
-  watch_msg_t m = {WATCH_BYE, 0, 0, c->rank, c->rank};
-  watch_msg_encode(&m, msg);
+  uint8_t msg[GIN_WATCH_MSG_BYTES];
+  gin_watch_msg_t m = {GIN_WATCH_BYE, 0, 0, c->rank, c->rank};
+  gin_watch_msg_encode(&m, msg);
   for (int i = 0; i < w->nlinks; i++) {
     watch_link_t *l = &w->links[i];
     if (l->fd < 0) continue;

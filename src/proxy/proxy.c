@@ -33,6 +33,11 @@ GIN_PARAM_INT(param_busy_poll, "PROXY_BUSY_POLL", -1,
               "default (1 on cuda, 0 on the host target, whose ranks "
               "already compete for the cores)")
 
+GIN_PARAM_INT(param_proxy_delay_us, "PROXY_DELAY_US", 0,
+              "for tests only: each proxy thread pauses this many "
+              "microseconds after every batch of descriptors it completes "
+              "(a slow proxy: rings stay full); 0: never")
+
 GIN_PARAM_STR(param_proxy_cpus, "PROXY_CPUS", "auto",
               "CPUs the proxy threads may run on: auto (those near the GPU, "
               "where the machine says; anywhere on the host target), none "
@@ -67,6 +72,7 @@ struct gin_proxy {
   int busy;
   int started; /* threads past their setup (atomic) */
   int trace; /* GIN_DEBUG=TRACE for PROXY, read once: no call per descriptor */
+  int64_t delay_us; /* GIN_PROXY_DELAY_US (tests), read once */
   const gin_transport_ops_t *ops[GIN_TRANSPORT_MAX];
   void *state[GIN_TRANSPORT_MAX];
 };
@@ -212,6 +218,7 @@ static gin_result_t proxy_issue_retry(struct gin_proxy *px, int t,
                        ops->name, (long long)c->timeout_ms, x->peer);
     gin_result_t res = ops->put(px->state[t], x);
     if (res != GIN_ERR_AGAIN) return res;
+    sched_yield(); /* the receiver may need this core to make room */
   }
 }
 
@@ -362,6 +369,18 @@ static void proxy_pin(struct gin_proxy *px, int idx) {
              px->comm->rank, idx, list);
 }
 
+/* GIN_PROXY_DELAY_US: a pause after a batch, in 1 ms slices that end
+ * once the thread is told to stop. Tests only. */
+static void proxy_delay(struct gin_proxy *px) {
+  uint64_t until = gin_now_ns() + (uint64_t)px->delay_us * 1000ull;
+  for (uint64_t now = gin_now_ns();
+       now < until && !__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE);
+       now = gin_now_ns()) {
+    uint64_t ns = until - now < 1000000ull ? until - now : 1000000ull;
+    nanosleep(&(struct timespec){0, (long)ns}, NULL);
+  }
+}
+
 static void *proxy_main(void *p) {
   proxy_thread_t *th = (proxy_thread_t *)p;
   struct gin_proxy *px = th->px;
@@ -388,6 +407,7 @@ static void *proxy_main(void *p) {
       did += ring_drain(px, th->rings[i], &used);
     if (did) pass_complete(px, th, used);
     pthread_mutex_unlock(&th->lock);
+    if (did && px->delay_us > 0) proxy_delay(px);
     /* The receiving side: a transport that fails (a peer died, sent a bad
      * operation) aborts the communicator, so nobody waits for what it
      * will never deliver. */
@@ -443,6 +463,7 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
   int64_t busy = param_busy_poll();
   px->busy = busy < 0 ? gin_arch_proxy_busy_poll_default() : busy != 0;
   px->trace = gin_log_enabled(GIN_LOG_TRACE, GIN_SUB_PROXY);
+  px->delay_us = param_proxy_delay_us();
   gin_result_t res = GIN_SUCCESS;
   uint8_t *use = (uint8_t *)calloc((size_t)c->nranks, 1);
   if (!use) {

@@ -31,8 +31,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "gin/gin_ep.h"
 #include "test_common.h"
 
@@ -86,12 +85,6 @@ GIN_KERNEL(k_fault, kargs_t) {
   *args.rc_out = rc;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------ victim */
 
 static volatile int started, in_call;
@@ -106,14 +99,7 @@ static void *killer(void *p) {
   uint64_t until = now_ns() + 1000000000ull;
   while (p && !__atomic_load_n(&in_call, __ATOMIC_ACQUIRE) && now_ns() < until)
     sched_yield();
-  char buf[32];
-  int fd = open(stamp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int len = snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)now_ns());
-  if (fd >= 0) {
-    ssize_t w = write(fd, buf, (size_t)len);
-    (void)w;
-    close(fd);
-  }
+  stamp_write(stamp_path, now_ns());
   raise(SIGKILL);
   return NULL;
 }
@@ -130,23 +116,13 @@ typedef struct run {
   char first_msg[1024];
 } run_t;
 
-static uint64_t read_stamp(void) {
-  FILE *f = fopen(stamp_path, "r");
-  unsigned long long t = 0;
-  if (f) {
-    if (fscanf(f, "%llu", &t) != 1) t = 0;
-    fclose(f);
-  }
-  return t;
-}
-
 /* A call that must have failed naming the dead rank, in time. */
 static void expect_death(run_t *r, const char *what, gin_result_t rc,
                          uint64_t done_ns, int pending) {
   char msg[600], want[48];
   snprintf(msg, sizeof msg, "%s", gin_last_error());
   snprintf(want, sizeof want, "rank %d (pid ", r->expect);
-  if (!r->kill_ns) r->kill_ns = read_stamp();
+  if (!r->kill_ns) r->kill_ns = stamp_read(stamp_path);
   double ms = r->kill_ns ? (double)((int64_t)(done_ns - r->kill_ns)) / 1e6 : -1;
   const char *bad = NULL;
   if (rc == GIN_SUCCESS)
@@ -197,66 +173,6 @@ static gin_result_t run_kernel(gin_comm_t comm, const kargs_t *a) {
 }
 
 static void *nothing(void *p) { return p; }
-
-static int count_tasks(void) {
-  DIR *d = opendir("/proc/self/task");
-  int n = 0;
-  struct dirent *e;
-  if (!d) return -1;
-  while ((e = readdir(d)) != NULL)
-    n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
-/* Whether socket inode `ino` is a TCP socket (in /proc/self/net/tcp*). */
-static int tcp_inode(unsigned long ino) {
-  static const char *files[] = {"/proc/self/net/tcp", "/proc/self/net/tcp6"};
-  char line[512];
-  for (int i = 0; i < 2; i++) {
-    FILE *f = fopen(files[i], "r");
-    if (!f) continue;
-    while (fgets(line, sizeof line, f)) {
-      unsigned long x = 0;
-      /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-      if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &x) == 1 &&
-          x == ino) {
-        fclose(f);
-        return 1;
-      }
-    }
-    fclose(f);
-  }
-  return 0;
-}
-
-/* What gin left open in this process: TCP sockets and gin memfds. */
-static int leftovers(char *out, size_t len) {
-  DIR *d = opendir("/proc/self/fd");
-  struct dirent *e;
-  int n = 0;
-  size_t k = 0;
-  out[0] = 0;
-  if (!d) return -1;
-  while ((e = readdir(d)) != NULL) {
-    char path[300], target[256];
-    if (e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
-    ssize_t t = readlink(path, target, sizeof target - 1);
-    if (t <= 0) continue;
-    target[t] = 0;
-    unsigned long ino = 0;
-    int bad = strstr(target, "memfd:gin") != NULL ||
-              (sscanf(target, "socket:[%lu]", &ino) == 1 && tcp_inode(ino));
-    if (!bad) continue;
-    n++;
-    if (k < len)
-      k += (size_t)snprintf(out + k, len - k, " fd %s -> %s;", e->d_name,
-                            target);
-  }
-  closedir(d);
-  return n;
-}
 
 typedef struct setup {
   void *mem, *mem2, *ep_mem; /* window memory; for the later register; EP */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "core/bootstrap.h"
+#include "core/watch_msg.h"
 #include "fuzz_common.h"
 #include "transport/tcp.h"
 
@@ -137,6 +138,41 @@ static int tcp_header(void) {
   return rc;
 }
 
+static int watch_msg(void) {
+  const char *fz = "fuzz_watch_msg";
+  /* nranks 4 (3 + 1), the link's peer rank 1 */
+  uint8_t pre[2] = {3, 1};
+  uint8_t m[GIN_WATCH_MSG_BYTES + 1] = {0};
+  gin_watch_msg_t w = {GIN_WATCH_BYE, 0, 0, 1, 1};
+  int rc = 0;
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "ok_bye", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  rc |= put(fz, "truncated", pre, 2, m, GIN_WATCH_MSG_BYTES - 1);
+  rc |= put(fz, "too_long", pre, 2, m, GIN_WATCH_MSG_BYTES + 1);
+  w.rank = 2; /* a goodbye on behalf of another rank */
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "bye_not_sender", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w = (gin_watch_msg_t){GIN_WATCH_DEAD, GIN_WATCH_HOW_CLOSED, 0, 3, 1};
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "ok_dead_closed", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w = (gin_watch_msg_t){GIN_WATCH_DEAD, GIN_WATCH_HOW_ERROR, 110, 2, 0};
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "ok_dead_passed_on", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w.rank = 1; /* the sender reports itself dead */
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "dead_sender", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w.rank = 4; /* out of range */
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "dead_out_of_range", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w = (gin_watch_msg_t){GIN_WATCH_DEAD, 3, 0, 2, 0};
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "bad_how", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w = (gin_watch_msg_t){7, 0, 0, 1, 1};
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "bad_type", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -144,7 +180,7 @@ int main(int argc, char **argv) {
   }
   root = argv[1];
   if (mkdir(root, 0755) && errno != EEXIST) return 1;
-  if (bs_hello() || tcp_hello() || tcp_header()) {
+  if (bs_hello() || tcp_hello() || tcp_header() || watch_msg()) {
     perror("gen_corpus");
     return 1;
   }

@@ -2,6 +2,8 @@
  * Bootstrap: hello checks, unique id strings, a 4-rank job (all-gather of
  * several sizes up to 1 MiB blocks, barriers) while bad clients knock on
  * the root, duplicate ranks, timeouts, size mismatches, IPv6, and
+ * gin_bs_link (the peer watch's extra connections: answers and knocks
+ * with a wrong secret, kind or rank refused, bounded by the timeout), and
  * gin_comm_init_from_env for each launcher (with gin_comm_init stubbed
  * here, so this test does not depend on comm.c).
  * Exit 0 pass, 1 fail, 77 skip.
@@ -690,6 +692,278 @@ static void test_ipv6(void) {
   wait_ok(p1, "IPv6 rank 1");
 }
 
+/* ------------------------------------------------------- gin_bs_link */
+
+/* A 2-rank job of which the test plays the root and one rank (`fake`);
+ * the real rank runs gin_bs_init and gin_bs_link in a child. */
+typedef struct link_job {
+  gin_unique_id_t uid;
+  int real, fake;    /* the ranks */
+  int timeout_ms;    /* the real rank's */
+  gin_result_t want; /* what its gin_bs_link must return */
+  const char *words; /* its message must contain (on failure) */
+  int root_lfd, fake_lfd;
+  uint16_t fake_port, real_port;
+  int ring_in, ring_out; /* the fake's ring connections */
+  int ready[2];          /* pipe: the real rank joined */
+} link_job_t;
+
+/* A blocking listening socket on 127.0.0.1 (any port); *port gets it. */
+static int listen_loopback(uint16_t *port) {
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sl) == 0 &&
+            listen(fd, 16) == 0 &&
+            getsockname(fd, (struct sockaddr *)&sa, &sl) == 0,
+        "listen: %s", strerror(errno));
+  *port = ntohs(sa.sin_port);
+  return fd;
+}
+
+static int connect_loopback(uint16_t port) {
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons(port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Accepts one connection within 10 s, -1 if none came. */
+static int accept_bounded(int lfd) {
+  struct pollfd p = {.fd = lfd, .events = POLLIN};
+  return poll(&p, 1, 10000) == 1 ? accept(lfd, NULL, NULL) : -1;
+}
+
+/* Reads a whole hello within 10 s and checks it. */
+static int hello_recv(int fd, int kind, int rank) {
+  uint8_t b[GIN_BS_HELLO_BYTES];
+  gin_bs_hello_t h;
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd >= 0 && recv(fd, b, sizeof b, MSG_WAITALL) == (ssize_t)sizeof b &&
+         gin_bs_hello_check(b, sizeof b, test_secret, 2, kind, &h) ==
+             GIN_SUCCESS &&
+         h.rank == rank;
+}
+
+static void hello_send(int fd, hello_fields_t f) {
+  uint8_t b[GIN_BS_HELLO_BYTES];
+  hello_encode(&f, b);
+  CHECK(send(fd, b, sizeof b, MSG_NOSIGNAL) == (ssize_t)sizeof b,
+        "send a hello: %s", strerror(errno));
+}
+
+/* The real rank: joins, links to the fake, proves the link with a byte
+ * each way and that a second gin_bs_link is refused. */
+static int rank_link(int rank, void *p) {
+  link_job_t *j = p;
+  gin_bs_t *bs = NULL;
+  CHECK(gin_bs_init(&j->uid, rank, 2, j->timeout_ms, &bs) == GIN_SUCCESS,
+        "rank %d: init", rank);
+  if (!bs) return 1;
+  char one = 1;
+  CHECK(write(j->ready[1], &one, 1) == 1, "rank %d: tell the test", rank);
+  int peer = 1 - rank, fd = -7, fd2 = -7;
+  uint64_t t0 = now_ms();
+  gin_result_t res = gin_bs_link(bs, &peer, 1, &fd);
+  uint64_t t = now_ms() - t0;
+  CHECK(res == j->want, "rank %d: gin_bs_link gave %d, expected %d", rank, res,
+        j->want);
+  CHECK(t < (uint64_t)j->timeout_ms + 3000, "gin_bs_link took %llu ms",
+        (unsigned long long)t);
+  if (res == GIN_SUCCESS) {
+    uint8_t b = (uint8_t)(0x40 + rank);
+    CHECK(fd >= 0 && send(fd, &b, 1, MSG_NOSIGNAL) == 1, "link: send");
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    CHECK(poll(&pf, 1, 10000) == 1 && recv(fd, &b, 1, 0) == 1 &&
+              b == 0x40 + peer,
+          "link: the fake's byte");
+    CHECK(gin_bs_link(bs, &peer, 1, &fd2) == GIN_ERR_INVALID &&
+              strstr(gin_last_error(), "linked already"),
+          "a second gin_bs_link");
+    close(fd);
+  } else {
+    CHECK(fd == -1, "rank %d: fd %d written on failure", rank, fd);
+    CHECK(j->words && strstr(gin_last_error(), j->words),
+          "rank %d: message '%s' lacks '%s'", rank, gin_last_error(),
+          j->words ? j->words : "");
+  }
+  gin_bs_destroy(bs);
+  return 0;
+}
+
+/* Starts the real rank and plays the root and the fake rank until the
+ * ring is formed. Returns the child's pid. */
+static pid_t link_job_start(link_job_t *j) {
+  j->root_lfd = j->fake_lfd = j->ring_in = j->ring_out = -1;
+  uint16_t root_port = 0;
+  j->root_lfd = listen_loopback(&root_port);
+  j->fake_lfd = listen_loopback(&j->fake_port);
+  gin_bs_uid_t u = {.magic = GIN_BS_MAGIC,
+                    .version = GIN_BS_VERSION,
+                    .family = AF_INET,
+                    .port = root_port,
+                    .nranks = 2,
+                    .addr = {127, 0, 0, 1}};
+  memcpy(u.secret, test_secret, 16);
+  memcpy(j->uid.bytes, &u, sizeof u);
+  CHECK(pipe(j->ready) == 0, "pipe: %s", strerror(errno));
+  pid_t pid = spawn(rank_link, j->real, j);
+  close(j->ready[1]);
+  /* The root: the real rank's hello, then the table. */
+  int rfd = accept_bounded(j->root_lfd);
+  uint8_t b[24 + 2 * 20];
+  gin_bs_hello_t h;
+  CHECK(rfd >= 0 &&
+            recv(rfd, b, GIN_BS_HELLO_BYTES, MSG_WAITALL) ==
+                GIN_BS_HELLO_BYTES &&
+            gin_bs_hello_check(b, GIN_BS_HELLO_BYTES, test_secret, 2,
+                               GIN_BS_HELLO_ROOT, &h) == GIN_SUCCESS &&
+            h.rank == j->real,
+        "fake root: the real rank's hello");
+  j->real_port = h.port;
+  memset(b, 0, sizeof b);
+  gin_le_put32(b, GIN_BS_MAGIC);
+  gin_le_put32(b + 8, 2);
+  for (int r = 0; r < 2; r++) {
+    gin_le_put16(b + 24 + 20 * r, AF_INET);
+    gin_le_put16(b + 26 + 20 * r, r == j->real ? j->real_port : j->fake_port);
+    memcpy(b + 28 + 20 * r, (uint8_t[]){127, 0, 0, 1}, 4);
+  }
+  CHECK(rfd >= 0 && send(rfd, b, sizeof b, 0) == (ssize_t)sizeof b,
+        "fake root: the table");
+  if (rfd >= 0) close(rfd);
+  /* The ring: the real rank connects to the fake, the fake to it. */
+  j->ring_in = accept_bounded(j->fake_lfd);
+  CHECK(hello_recv(j->ring_in, GIN_BS_HELLO_RING, j->real),
+        "the real rank's ring hello");
+  j->ring_out = connect_loopback(j->real_port);
+  CHECK(j->ring_out >= 0, "connect to the real rank");
+  hello_send(j->ring_out, hello_valid(GIN_BS_HELLO_RING, j->fake, 2));
+  /* Knocks from here on reach gin_bs_link, not the ring's acceptor. */
+  struct pollfd pf = {.fd = j->ready[0], .events = POLLIN};
+  char one = 0;
+  CHECK(poll(&pf, 1, 10000) == 1 && read(j->ready[0], &one, 1) == 1,
+        "the real rank did not join");
+  return pid;
+}
+
+static void link_job_end(link_job_t *j, pid_t pid, const char *what) {
+  wait_ok(pid, what);
+  int fds[5] = {j->root_lfd, j->fake_lfd, j->ring_in, j->ring_out, j->ready[0]};
+  for (int i = 0; i < 5; i++)
+    if (fds[i] >= 0) close(fds[i]);
+}
+
+/* The real rank links to a higher one (the fake), which answers. */
+static void link_answer_case(const char *name, hello_fields_t answer,
+                             int close_instead, gin_result_t want,
+                             const char *words) {
+  link_job_t j = {
+      .real = 0, .fake = 1, .timeout_ms = 10000, .want = want, .words = words};
+  pid_t pid = link_job_start(&j);
+  int fd = accept_bounded(j.fake_lfd);
+  CHECK(hello_recv(fd, GIN_BS_HELLO_LINK, 0), "%s: the link hello", name);
+  if (close_instead) {
+    close(fd);
+    fd = -1;
+  } else {
+    hello_send(fd, answer);
+  }
+  if (want == GIN_SUCCESS) {
+    uint8_t b = 0x41;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    CHECK(send(fd, &b, 1, MSG_NOSIGNAL) == 1 && poll(&pf, 1, 10000) == 1 &&
+              recv(fd, &b, 1, 0) == 1 && b == 0x40,
+          "%s: a byte each way", name);
+  }
+  link_job_end(&j, pid, name);
+  if (fd >= 0) close(fd);
+}
+
+static void test_link(void) {
+  /* Connecting side: a valid answer links; an answer with the wrong
+   * secret, from the wrong rank, of the wrong kind, or none, fails. */
+  hello_fields_t ok = hello_valid(GIN_BS_HELLO_LINK, 1, 2), bad = ok;
+  link_answer_case("valid answer", ok, 0, GIN_SUCCESS, NULL);
+  bad.secret[9] ^= 0x10;
+  link_answer_case("answer with a wrong secret", bad, 0, GIN_ERR_PROTOCOL,
+                   "not a valid answer");
+  bad = ok;
+  bad.rank = 0;
+  link_answer_case("answer from the wrong rank", bad, 0, GIN_ERR_PROTOCOL,
+                   "not a valid answer");
+  bad = ok;
+  bad.kind = GIN_BS_HELLO_RING;
+  link_answer_case("answer of the ring kind", bad, 0, GIN_ERR_PROTOCOL,
+                   "not a valid answer");
+  link_answer_case("no answer", ok, 1, GIN_ERR_REMOTE, "closed by the peer");
+
+  /* Accepting side: the real rank 1 waits for rank 0's link. Garbage, a
+   * wrong secret, the ring kind, a rank that is not a lower peer and a
+   * rank out of range are refused at once (closed, no answer); a silent
+   * connection waits; then the fake's valid hello is answered and linked,
+   * and the silent one is closed. */
+  link_job_t j = {.real = 1, .fake = 0, .timeout_ms = 10000};
+  pid_t pid = link_job_start(&j);
+  hello_fields_t knocks[5];
+  for (int i = 0; i < 5; i++)
+    knocks[i] = hello_valid(GIN_BS_HELLO_LINK, 0, 2);
+  memset(&knocks[0], 0x5a, sizeof knocks[0]);
+  knocks[1].secret[0] ^= 1;
+  knocks[2].kind = GIN_BS_HELLO_RING;
+  knocks[3].rank = 1;
+  knocks[4].rank = 2;
+  int kfd[5], silent = connect_loopback(j.real_port);
+  for (int i = 0; i < 5; i++) {
+    kfd[i] = connect_loopback(j.real_port);
+    CHECK(kfd[i] >= 0, "knock %d: connect", i);
+    if (kfd[i] >= 0) hello_send(kfd[i], knocks[i]);
+  }
+  uint8_t b[64];
+  for (int i = 0; i < 5; i++) {
+    CHECK(kfd[i] >= 0 && read_until_eof(kfd[i], b, sizeof b, 5000) == 0,
+          "knock %d: not refused without an answer", i);
+    if (kfd[i] >= 0) close(kfd[i]);
+  }
+  struct pollfd pf = {.fd = silent, .events = POLLIN};
+  CHECK(silent >= 0 && poll(&pf, 1, 100) == 0,
+        "the silent connection was dropped before its hello deadline");
+  int fd = connect_loopback(j.real_port);
+  CHECK(fd >= 0, "connect the link");
+  hello_send(fd, hello_valid(GIN_BS_HELLO_LINK, 0, 2));
+  CHECK(hello_recv(fd, GIN_BS_HELLO_LINK, 1), "the real rank's answer");
+  b[0] = 0x40;
+  pf = (struct pollfd){.fd = fd, .events = POLLIN};
+  CHECK(send(fd, b, 1, MSG_NOSIGNAL) == 1 && poll(&pf, 1, 10000) == 1 &&
+            recv(fd, b, 1, 0) == 1 && b[0] == 0x41,
+        "accepted link: a byte each way");
+  CHECK(read_until_eof(silent, b, sizeof b, 5000) == 0,
+        "the silent connection not closed after the link");
+  link_job_end(&j, pid, "accepting rank");
+  close(fd);
+  if (silent >= 0) close(silent);
+  /* The listening socket closed with the link: nobody listens there. */
+  int late = connect_loopback(j.real_port);
+  CHECK(late < 0, "the real rank's port still accepts after gin_bs_link");
+  if (late >= 0) close(late);
+
+  /* Nobody links: bounded by the timeout, naming the missing rank. */
+  link_job_t t = {.real = 1,
+                  .fake = 0,
+                  .timeout_ms = 1500,
+                  .want = GIN_ERR_TIMEOUT,
+                  .words = "no link from rank 0"};
+  pid = link_job_start(&t);
+  link_job_end(&t, pid, "rank nobody links to");
+}
+
 /* -------------------------------------------- gin_comm_init_from_env */
 
 /* Stands in for comm.c: records what it was given and proves the uid
@@ -898,6 +1172,7 @@ int main(void) {
   test_timeouts();
   test_size_mismatch();
   test_ipv6();
+  test_link();
   test_env();
   if (failures) {
     fprintf(stderr, "test_bootstrap: %d failure(s)\n", failures);

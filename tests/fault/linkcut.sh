@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# A link cut between two hosts during tcp traffic. Two network namespaces
+# joined by a veth pair (10.231.8.1/24 and 10.231.8.2/24, as in
+# tests/transport/multihost.sh), 2 ranks of tests/fault/netfault.c in each
+# (torchrun-style environment), GIN_BACKEND=proxy: ipc inside a namespace,
+# tcp across. Once every rank's kernel of puts with signals runs, the link
+# is cut (`ip link set <veth> down` in the first namespace) and the time
+# stamped. Every rank must report OK by itself (its pending call failed
+# within 2 x GIN_TIMEOUT_MS + 2 s of the cut, its error then names a rank
+# across the cut as unreachable, teardown left nothing) and exit 0 in
+# time; no rank may call any rank dead, not even in a log line; no
+# process may remain in the namespaces, which are then deleted and must be
+# gone.
+#
+# Usage: linkcut.sh PROG   (as root; PROG is netfault_host)
+# Exit 0 pass, 1 fail, 77 skip (not root, or no network namespaces).
+set -u
+prog=${1:?usage: linkcut.sh netfault_prog}
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP: needs root for ip netns"
+  exit 77
+fi
+if ! command -v ip > /dev/null; then
+  echo "SKIP: no ip command"
+  exit 77
+fi
+export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-3000}
+
+ns0=gin-lc0-$$ ns1=gin-lc1-$$
+veth0=glc0-$$ veth1=glc1-$$
+addr0=10.231.8.1 addr1=10.231.8.2
+tmp=$(mktemp -d)
+stamps=$tmp/stamps
+mkdir "$stamps"
+pids=()
+fails=0
+fail() {
+  echo "FAIL: $*"
+  fails=$((fails + 1))
+}
+
+teardown() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2> /dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
+  pids=()
+  ip netns del "$ns0" 2> /dev/null
+  ip netns del "$ns1" 2> /dev/null
+}
+trap 'teardown; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+if ! ip netns add "$ns0" 2> "$tmp/err" || ! ip netns add "$ns1" 2>> "$tmp/err"
+then
+  echo "SKIP: ip netns add failed: $(cat "$tmp/err")"
+  exit 77
+fi
+setup() {
+  ip link add "$veth0" netns "$ns0" type veth peer name "$veth1" netns "$ns1" &&
+    ip -n "$ns0" addr add "$addr0/24" dev "$veth0" &&
+    ip -n "$ns1" addr add "$addr1/24" dev "$veth1" &&
+    ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up &&
+    ip -n "$ns0" link set "$veth0" up && ip -n "$ns1" link set "$veth1" up
+}
+if ! setup 2> "$tmp/err"; then
+  echo "SKIP: cannot set up the veth pair: $(cat "$tmp/err")"
+  exit 77
+fi
+for _ in $(seq 50); do
+  ip -n "$ns0" link show "$veth0" | grep -q LOWER_UP &&
+    ip -n "$ns1" link show "$veth1" | grep -q LOWER_UP && break
+  sleep 0.1
+done
+
+now_ns() { date +%s%N; }
+t0=$(now_ns)
+for r in 0 1 2 3; do
+  ns=$ns0
+  [ $r -ge 2 ] && ns=$ns1
+  ip netns exec "$ns" env RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) \
+    LOCAL_WORLD_SIZE=2 MASTER_ADDR=$addr0 MASTER_PORT=29500 \
+    GIN_BACKEND=proxy timeout -k 5 30 "$prog" linkcut --stamp "$stamps" \
+    > "$tmp/out.$r" 2>&1 &
+  pids+=($!)
+done
+
+# Every rank's kernel runs, and some rounds went through.
+running=0
+for _ in $(seq 300); do
+  running=0
+  for r in 0 1 2 3; do [ -s "$stamps/running.$r" ] && running=$((running + 1)); done
+  [ $running -eq 4 ] && break
+  sleep 0.1
+done
+if [ $running -ne 4 ]; then
+  fail "only $running of 4 ranks started"
+else
+  sleep 0.5
+  now_ns > "$stamps/cut.tmp"
+  ip -n "$ns0" link set "$veth0" down || fail "cannot cut the link"
+  mv "$stamps/cut.tmp" "$stamps/cut"
+  echo "linkcut: link $veth0 cut at +$((($(cat "$stamps/cut") - t0) / 1000000)) ms"
+fi
+
+# Each rank exits by itself, in time: its pending call within
+# 2 x GIN_TIMEOUT_MS + 2 s, then teardown (a few seconds at most).
+limit_ms=$((2 * GIN_TIMEOUT_MS + 2000 + 10000))
+for r in 0 1 2 3; do
+  wait "${pids[$r]}"
+  rc=$?
+  t=$((($(now_ns) - $(cat "$stamps/cut" 2> /dev/null || echo "$t0")) / 1000000))
+  [ "$rc" -eq 0 ] || fail "rank $r exited with $rc"
+  [ "$t" -lt "$limit_ms" ] || fail "rank $r exited $t ms after the cut (limit $limit_ms)"
+  grep -q "^netfault: rank $r: OK linkcut" "$tmp/out.$r" ||
+    fail "rank $r did not report OK"
+  echo "linkcut: rank $r exited with $rc, $t ms after the cut"
+done
+pids=()
+for r in 0 1 2 3; do
+  grep -v " INFO " "$tmp/out.$r" | sed "s/^/[$r] /"
+done
+# Nobody died: no rank may say so, not even in a log line (a death seen
+# by one rank is passed on to the others).
+died=$(grep -h "died" "$tmp"/out.* | head -3)
+[ -z "$died" ] || fail "a rank was said to have died: $died"
+left=$( (ip netns pids "$ns0"; ip netns pids "$ns1") 2> /dev/null)
+[ -z "$left" ] || fail "processes left in the namespaces: $left"
+if ! ip netns del "$ns0" || ! ip netns del "$ns1"; then
+  fail "cannot delete the namespaces"
+fi
+ip netns list | grep -q "gin-lc[01]-$$" && fail "namespaces left: $(ip netns list)"
+ip link show 2> /dev/null | grep -q "glc[01]-$$" && fail "veth left in the root namespace"
+if [ $fails -ne 0 ]; then
+  echo "linkcut: $fails failure(s)"
+  exit 1
+fi
+echo "linkcut: passed"
+exit 0
