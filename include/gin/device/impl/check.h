@@ -172,13 +172,6 @@ GIN_DEVICE_FN uint64_t gin_dev_read2_(const uint64_t *p, const uint64_t *q) {
   return v;
 }
 
-/* When a wait reads the abort words and the clock (see gin_dev_wait_). */
-#if GIN_ARCH_CUDA
-#define GIN_DEV_WAIT_CHECK(iter) (((iter)&255) == 255)
-#else
-#define GIN_DEV_WAIT_CHECK(iter) (((iter)&255) == 255 || (iter) >= 64)
-#endif
-
 /* Bounded wait until *p (+ *q where q is not NULL) reaches `least` under a
  * rolling comparison of `bits` bits. */
 GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
@@ -190,11 +183,8 @@ GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
     if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
     /* The abort word may sit across PCIe: read it (and the clock) only
      * every 256 polls, never on the first; the timeout counts from the
-     * first such check (a wait that ends sooner never reads the clock).
-     * On the host target, once the waiter yields its core (spin_pause)
-     * a poll is slow anyway: check every time, so an abort is seen
-     * within a few scheduler slices even on a loaded machine. */
-    if (GIN_DEV_WAIT_CHECK(iter)) {
+     * first such check (a wait that ends sooner never reads the clock). */
+    if ((iter & 255) == 255) {
       uint64_t now = gin_time_ns();
       if (t0 == 0) t0 = now;
       if (gin_load_acquire_u32(&dc->ctrl->abort) |
