@@ -172,8 +172,6 @@ static gin_result_t run_kernel(gin_comm_t comm, const kargs_t *a) {
   return rc == GIN_SUCCESS ? krc : rc;
 }
 
-static void *nothing(void *p) { return p; }
-
 typedef struct setup {
   void *mem, *mem2, *ep_mem; /* window memory; for the later register; EP */
   int *rc_dev;
@@ -365,14 +363,9 @@ int main(int argc, char **argv) {
   }
   TASSERT(dir, "--stamp DIR is required");
   snprintf(stamp_path, sizeof stamp_path, "%s/killed", dir);
-  const char *t = getenv("GIN_TIMEOUT_MS");
-  r.timeout_ms = t && atoll(t) > 0 ? atoll(t) : 30000;
-  /* One thread first: a sanitizer's helper thread (TSan starts one with
-   * the first) is then in the baseline. */
-  pthread_t th;
-  TASSERT(!pthread_create(&th, NULL, nothing, NULL) && !pthread_join(th, NULL),
-          "a first thread");
-  int tasks0 = count_tasks();
+  r.timeout_ms = fault_timeout_ms();
+  int tasks0 = fault_task_baseline();
+  TASSERT(tasks0 > 0, "a first thread");
 
   TCHECK(gin_comm_init_from_env(&r.comm, NULL));
   TCHECK(gin_comm_rank(r.comm, &r.rank));
@@ -385,6 +378,7 @@ int main(int argc, char **argv) {
   setup_make(&r, &s);
   TCHECK(gin_comm_barrier(r.comm));
 
+  pthread_t th;
   if (r.rank == victim)
     TASSERT(!pthread_create(&th, NULL, killer,
                             strcmp(r.scenario, "ep") &&

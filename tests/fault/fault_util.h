@@ -12,8 +12,10 @@
 #endif
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +72,23 @@ static inline int count_tasks(void) {
     n += e->d_name[0] != '.';
   closedir(d);
   return n;
+}
+
+static inline void *fault_nothing_(void *p) { return p; }
+/* This process's thread count before gin starts any; one thread is made
+ * and joined first, so a sanitizer's helper thread (TSan starts one with
+ * the first) is in the baseline. -1 if that thread cannot be made. */
+static inline int fault_task_baseline(void) {
+  pthread_t th;
+  if (pthread_create(&th, NULL, fault_nothing_, NULL) || pthread_join(th, NULL))
+    return -1;
+  return count_tasks();
+}
+
+/* GIN_TIMEOUT_MS as the library reads it (30000 when unset). */
+static inline long long fault_timeout_ms(void) {
+  const char *t = getenv("GIN_TIMEOUT_MS");
+  return t && atoll(t) > 0 ? atoll(t) : 30000;
 }
 
 /* Whether socket inode `ino` is a TCP socket (in /proc/self/net/tcp*). */

@@ -272,8 +272,6 @@ static void check_target(run_t *r, gin_result_t rc, uint64_t done) {
          r->rank, ms, r->first);
 }
 
-static void *nothing(void *p) { return p; }
-
 int main(int argc, char **argv) {
   test_require_device();
   run_t r;
@@ -301,12 +299,9 @@ int main(int argc, char **argv) {
     snprintf(id, sizeof id, "netfault-host-%s", rk ? rk : "?");
     setenv("GIN_HOSTID", id, 1);
   }
-  const char *t = getenv("GIN_TIMEOUT_MS");
-  r.timeout_ms = t && atoll(t) > 0 ? atoll(t) : 30000;
-  pthread_t th;
-  TASSERT(!pthread_create(&th, NULL, nothing, NULL) && !pthread_join(th, NULL),
-          "a first thread");
-  int tasks0 = count_tasks();
+  r.timeout_ms = fault_timeout_ms();
+  int tasks0 = fault_task_baseline();
+  TASSERT(tasks0 > 0, "a first thread");
 
   TCHECK(gin_comm_init_from_env(&r.comm, NULL));
   TCHECK(gin_comm_rank(r.comm, &r.rank));
