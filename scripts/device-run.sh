@@ -3,7 +3,9 @@
 # suite with 2, 4 and 8 ranks on the one GPU under MPS, the bad-input suite,
 # the demo, and compute-sanitizer memcheck on one configuration.
 # Logs go to $OUT (or ./device-out). Usage: scripts/device-run.sh
-# (MODE=perf: only the build and gin-perf).
+# (MODE=perf: only the build and gin-perf; MODE=ep, ladder, nvshmem, epx:
+# see each below. Modes of earlier sessions' diagnoses (diag, diag2,
+# diag3, px, epdebug, final, nvs3) are in the history, up to 4ee529a.)
 set -u
 OUT=${OUT:-$PWD/device-out}
 FINAL=$OUT
@@ -48,6 +50,17 @@ run() { # name, command...
   tail -4 "$OUT/$name.log" | sed 's/^/    /' | tee -a "$OUT/summary.txt"
 }
 
+# Stops MPS, packs the logs into $FINAL/logs.tgz, prints the summary and
+# exits.
+finish() {
+  echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1
+  log "done $(date -u +%FT%TZ)"
+  cp "$OUT/summary.txt" "$FINAL/summary.txt"
+  tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+  cat "$FINAL/summary.txt"
+  exit 0
+}
+
 # EP: the test suite with 2, 4 and 8 ranks on every path, the example,
 # the benchmark (DeepEP's low-latency defaults, host-initiated baseline
 # and CUDA graph replay in the same run) and memcheck.
@@ -70,173 +83,34 @@ ep_runs() {
   run ep_bench_8_proxy env GIN_BACKEND=proxy $R -n 8 --timeout 280 $B -n 10 -w 2 --no-baseline --csv $OUT/ep_bench_8_proxy.csv
   run ep_memcheck_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
 }
-if [ "${MODE:-all}" = final ]; then
-  B=build-dev/gin_ep_bench_cuda
-  run ep_bench_8_bf16 $R -n 8 --timeout 200 $B --bf16 -n 20 -w 3 --csv $OUT/ep_bench_8_bf16.csv
-  run ep_bench_4 $R -n 4 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_4.csv
-  if cmake -S . -B build-host -DGIN_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
-     cmake --build build-host -j 16 --target gin_perf_host ginrun >>"$OUT/build.log" 2>&1; then
-    pf host_tcp GIN_BACKEND=proxy GIN_TRANSPORT=tcp build-host/ginrun -n 2 --timeout 100 build-host/gin_perf_host pingpong --floors -b 8 -e 65536 -f 8 -n 2000 -w 200
-    pf host_tcp_bw GIN_BACKEND=proxy GIN_TRANSPORT=tcp build-host/ginrun -n 2 --timeout 100 build-host/gin_perf_host bw --floors -b 4096 -e 4194304 -f 4
-  fi
-  export GIN_TIMEOUT_MS=6000
-  run dbg_hello_proxy_a env GIN_BACKEND=proxy $R -n 2 --timeout 30 build-dev/gin_ep_hello_cuda
-  run dbg_hello_proxy_b env GIN_BACKEND=proxy $R -n 2 --timeout 30 build-dev/gin_ep_hello_cuda
-  run dbg_hello_proxy_yield env GIN_BACKEND=proxy GIN_PROXY_BUSY_POLL=0 $R -n 2 --timeout 30 build-dev/gin_ep_hello_cuda
-  run dbg_conf_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 build-dev/tests/conformance/conformance_cuda
-  echo quit | nvidia-cuda-mps-control
-  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-  cat "$FINAL/summary.txt"
-  exit 0
-fi
-
-if [ "${MODE:-all}" = px ]; then
-# EP over the proxy on the cuda target after loading the EP kernels and
-# warming the proxy's copies at init (CUDA lazy loading), and a control
-# with CUDA_MODULE_LOADING=EAGER.
-export GIN_TIMEOUT_MS=8000
-E=build-dev/tests/ep; H=build-dev/gin_ep_hello_cuda; B=build-dev/gin_ep_bench_cuda
-run px_hello_a env GIN_BACKEND=proxy $R -n 2 --timeout 40 $H
-run px_hello_b env GIN_BACKEND=proxy $R -n 2 --timeout 40 $H
-run px_hello_eager env GIN_BACKEND=proxy CUDA_MODULE_LOADING=EAGER $R -n 2 --timeout 40 $H
-run px_hello_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 40 $H
-run px_test_ep_2 env GIN_BACKEND=proxy $R -n 2 --timeout 100 $E/test_ep_cuda
-run px_test_ep_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 100 $E/test_ep_cuda
-run px_test_ep_4 env GIN_BACKEND=proxy $R -n 4 --timeout 100 $E/test_ep_cuda
-export GIN_TIMEOUT_MS=30000
-run px_ep_bench_2 env GIN_BACKEND=proxy $R -n 2 --timeout 100 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_2.csv
-run ep_test_2 $R -n 2 --timeout 100 $E/test_ep_cuda
-run conformance_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 100 $T/conformance_cuda
-echo quit | nvidia-cuda-mps-control
-cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-cat "$FINAL/summary.txt"
-exit 0
-fi
-
-if [ "${MODE:-all}" = diag3 ]; then
-# Block coops with one barrier for the result, the ladder's immediate-offset
-# rung, EP timed as a pipeline, and the EP-over-proxy stall under a few
-# CUDA settings (MPS on and off, hardware queues).
-P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
-pf ladder_PN $R -n 2 --timeout 100 $PN ladder -n 5000 -w 500
-for g in thread warp block; do pf pp_nochecks_$g $R -n 2 --timeout 100 $PN pingpong -g $g -b 8 -e 4096 -f 8 -n 3000 -w 300; done
-for n in 2 4; do run conformance_cuda_$n $R -n $n --timeout 120 $T/conformance_cuda; done
-run soak_cuda_4 $R -n 4 --timeout 120 build-dev/tests/soak/soak_cuda --seconds 5
-E=build-dev/tests/ep
-for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 200 $E/test_ep_cuda; done
-B=build-dev/gin_ep_bench_cuda
-run ep_bench_8 $R -n 8 --timeout 200 $B -n 50 -w 5 --csv $OUT/ep_bench_8.csv
-run ep_bench_8_bf16 $R -n 8 --timeout 200 $B --bf16 -n 50 -w 5 --csv $OUT/ep_bench_8_bf16.csv
-run ep_bench_4 $R -n 4 --timeout 200 $B -n 50 -w 5 --csv $OUT/ep_bench_4.csv
-run ep_bench_2 $R -n 2 --timeout 200 $B -n 50 -w 5 --csv $OUT/ep_bench_2.csv
-export GIN_TIMEOUT_MS=5000
-H=build-dev/gin_ep_hello_cuda
-run px_hello env GIN_BACKEND=proxy $R -n 2 --timeout 40 $H
-run px_hello_conn32 env GIN_BACKEND=proxy CUDA_DEVICE_MAX_CONNECTIONS=32 $R -n 2 --timeout 40 $H
-run px_test_ep env GIN_BACKEND=proxy $R -n 2 --timeout 60 $E/test_ep_cuda
-run px_test_ep_conn1 env GIN_BACKEND=proxy CUDA_DEVICE_MAX_CONNECTIONS=1 $R -n 2 --timeout 60 $E/test_ep_cuda
-run px_hello_tcp env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 40 $H
-run px_test_ep_4 env GIN_BACKEND=proxy $R -n 4 --timeout 100 $E/test_ep_cuda
-run px_test_ep_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 100 $E/test_ep_cuda
-for n in 2 4; do run px_conformance_$n env GIN_BACKEND=proxy $R -n $n --timeout 100 $T/conformance_cuda; done
-run px_conformance_tinyring_4 env GIN_BACKEND=proxy GIN_PROXY_RING_SIZE=8 $R -n 4 --timeout 100 $T/conformance_cuda
-export GIN_TIMEOUT_MS=60000
-run px_ep_bench_8 env GIN_BACKEND=proxy $R -n 8 --timeout 200 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_8.csv
-run px_ep_bench_2 env GIN_BACKEND=proxy $R -n 2 --timeout 200 $B -n 10 -w 2 --no-baseline --csv $OUT/px_ep_bench_2.csv
-(cd build-dev && timeout 200 ctest -R "fault_cuda" --output-on-failure --timeout 60) > "$OUT/fault_cuda.log" 2>&1
-log "fault_cuda ctest: rc=$?"; grep -E "Test +#|tests passed" "$OUT/fault_cuda.log" | tee -a "$OUT/summary.txt"
-echo quit | nvidia-cuda-mps-control; sleep 1
-cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-cat "$FINAL/summary.txt"
-exit 0
-fi
-
-if [ "${MODE:-all}" = nvs3 ]; then
-# NVSHMEM side by side (shorter sweeps), then the EP benchmark again.
-echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1
-COMMON="-n 300 -w 30 --reps 2" PP_SIZES="-b 8 -e 1048576 -f 4" BW_SIZES="-b 65536 -e 16777216 -f 4" \
-  BUILD=build-nvshmem JOBS=16 timeout 420 scripts/nvshmem-compare.sh "$OUT/nvshmem" > "$OUT/nvshmem.log" 2>&1
-log "nvshmem-compare: rc=$?"; tail -45 "$OUT/nvshmem.log" | tee -a "$OUT/summary.txt"
-nvidia-cuda-mps-control -d
-B=build-dev/gin_ep_bench_cuda
-run ep_bench_8 $R -n 8 --timeout 100 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv
-run ep_bench_2 $R -n 2 --timeout 100 $B -n 20 -w 3 --csv $OUT/ep_bench_2.csv
-echo quit | nvidia-cuda-mps-control
-cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-cat "$FINAL/summary.txt"
-exit 0
-fi
-
-if [ "${MODE:-all}" = diag2 ]; then
-# The GPU-scope signals to peers on the same GPU, the EP kernels with a
-# warp per token, and the EP-over-proxy loss traced.
-P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
-for b in P PN; do pf ladder_$b $R -n 2 --timeout 100 ${!b} ladder -n 5000 -w 500; done
-pf pp_nochecks $R -n 2 --timeout 100 $PN pingpong -b 8 -e 4096 -f 8 -n 5000 -w 500
-pf pp_nochecks_sysscope GIN_NEAR_SCOPE=0 $R -n 2 --timeout 100 $PN pingpong -b 8 -e 4096 -f 8 -n 5000 -w 500
-pf pp_checks $R -n 2 --timeout 100 $P pingpong -b 8 -e 4096 -f 8 -n 5000 -w 500
-pf sigpp_nochecks $R -n 2 --timeout 100 $PN sigpp -n 5000 -w 500
-for g in warp block; do pf pp_nochecks_$g $R -n 2 --timeout 100 $PN pingpong -g $g -b 8 -e 65536 -f 8 -n 2000 -w 200; done
-for n in 2 4; do run conformance_cuda_$n $R -n $n --timeout 120 $T/conformance_cuda; done
-run soak_cuda_4 $R -n 4 --timeout 120 build-dev/tests/soak/soak_cuda --seconds 10
-E=build-dev/tests/ep
-for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 200 $E/test_ep_cuda; done
-B=build-dev/gin_ep_bench_cuda
-run ep_bench_8 $R -n 8 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv
-run ep_bench_8_bf16 $R -n 8 --timeout 200 $B --bf16 -n 20 -w 3 --csv $OUT/ep_bench_8_bf16.csv
-run ep_bench_4 $R -n 4 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_4.csv
-run ep_bench_2 $R -n 2 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_2.csv
-run ep_memcheck_2 $R -n 2 --timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
-export GIN_TIMEOUT_MS=6000
-run diag_hello_proxy_trace env GIN_BACKEND=proxy GIN_DEBUG=TRACE GIN_DEBUG_SUBSYS=PROXY,DEVCOMM,INIT $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
-run diag_ep_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 $E/test_ep_cuda
-echo quit | nvidia-cuda-mps-control
-cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-cat "$FINAL/summary.txt"
-exit 0
-fi
-
-if [ "${MODE:-all}" = diag ]; then
-# Diagnosis: the ladder with the send-side split, both builds; EP over the
-# proxy with the errors it reports, under a few proxy settings.
-P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
-for b in P PN; do pf ladder_$b $R -n 2 --timeout 100 ${!b} ladder -n 5000 -w 500; done
-export GIN_TIMEOUT_MS=8000
-E=build-dev/tests/ep
-run diag_ep_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 60 $E/test_ep_cuda
-run diag_hello_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=INFO $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
-run diag_hello_proxy_nobatch env GIN_BACKEND=proxy GIN_COPY_BATCH=0 GIN_COPY_STREAMS=1 $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
-run diag_hello_proxy_mps25 env GIN_BACKEND=proxy CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
-run diag_hello_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp GIN_DEBUG=INFO $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
-run diag_conf_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 build-dev/tests/conformance/conformance_cuda
-echo quit | nvidia-cuda-mps-control
-cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-cat "$FINAL/summary.txt"
-exit 0
-fi
-
-if [ "${MODE:-all}" = epdebug ]; then
-  export GIN_TIMEOUT_MS=6000
-  E=build-dev/tests/ep
-  run dbg_ep_proxy_2 env GIN_BACKEND=proxy GIN_DEBUG=TRACE GIN_DEBUG_SUBSYS=PROXY $R -n 2 --timeout 40 $E/test_ep_cuda
-  run dbg_ep_proxy_2_nochecks env GIN_BACKEND=proxy $R -n 2 --timeout 40 build-dev-nochecks/tests/ep/test_ep_cuda
-  run dbg_hello_proxy_2 env GIN_BACKEND=proxy $R -n 2 --timeout 40 build-dev/gin_ep_hello_cuda
-  export GIN_TIMEOUT_MS=60000
-  B=build-dev/gin_ep_bench_cuda
-  run ep_bench_8 $R -n 8 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_8.csv
-  run ep_bench_2 $R -n 2 --timeout 200 $B -n 20 -w 3 --csv $OUT/ep_bench_2.csv
-  echo quit | nvidia-cuda-mps-control
-  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-  cat "$FINAL/summary.txt"
-  exit 0
+# MODE=epx: the EP kernels with per-token combine signals and a bounded
+# number of waiting blocks, timed phase by phase; EP over the proxy; the
+# proxy's copy floors (batched small copies into a peer's mapping) and ipc
+# bandwidth; memcheck and racecheck.
+if [ "${MODE:-all}" = epx ]; then
+  export GIN_TIMEOUT_MS=15000
+  E=build-dev/tests/ep; B=build-dev/gin_ep_bench_cuda; P=build-dev/gin_perf_cuda
+  for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 60 $E/test_ep_cuda; done
+  run px_test_ep_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 $E/test_ep_cuda
+  run px_test_ep_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $E/test_ep_cuda
+  run px_test_ep_4 env GIN_BACKEND=proxy $R -n 4 --timeout 60 $E/test_ep_cuda
+  export GIN_TIMEOUT_MS=30000
+  run ep_bench_2 $R -n 2 --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_2.csv
+  run ep_bench_4 $R -n 4 --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_4.csv
+  run ep_bench_8 $R -n 8 --timeout 90 $B -n 50 -w 5 --csv $OUT/ep_bench_8.csv
+  run ep_bench_8_bf16 $R -n 8 --timeout 90 $B --bf16 -n 50 -w 5 --csv $OUT/ep_bench_8_bf16.csv
+  run px_ep_bench_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 $B -n 5 -w 1 --no-baseline --csv $OUT/px_ep_bench_2.csv
+  pf floors $R -n 2 --timeout 60 $P pingpong --floors -b 8 -e 65536 -f 8 -n 1000 -w 100
+  pf proxy_ipc_bw GIN_BACKEND=proxy $R -n 2 --timeout 60 $P bw -b 1048576 -e 16777216 -f 4
+  run conformance_2 $R -n 2 --timeout 60 $T/conformance_cuda
+  run ep_memcheck_4 $R -n 4 --timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
+  run ep_racecheck_2 $R -n 2 --timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $E/test_ep_cuda
+  finish
 fi
 
 if [ "${MODE:-all}" = ep ]; then
   ep_runs
-  echo quit | nvidia-cuda-mps-control
-  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-  cat "$FINAL/summary.txt"
-  exit 0
+  finish
 fi
 
 if [ "${MODE:-all}" = ladder ]; then
@@ -246,9 +120,7 @@ P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
 for b in P PN; do run ladder_$b $R -n 2 --timeout 100 ${!b} ladder -n 5000 -w 500; done
 run ipc_bw_8streams env GIN_BACKEND=proxy GIN_COPY_STREAMS=8 $R -n 2 --timeout 200 $P bw -b 1048576 -e 16777216 -f 4
 cuobjdump -sass -fun _Z5k_lat8lat_args $PN >"$OUT/k_lat_nochecks.sass" 2>&1 || true
-echo quit | nvidia-cuda-mps-control
-cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-exit 0
+finish
 fi
 
 if [ "${MODE:-all}" != perf ]; then
@@ -312,8 +184,4 @@ if ! grep -q "ERROR SUMMARY: 0 errors" "$OUT/memcheck_mps_2.log"; then
   run memcheck_nomps_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $T/conformance_cuda
 fi
 fi
-echo quit | nvidia-cuda-mps-control 2>/dev/null
-log "done $(date -u +%FT%TZ)"
-cp "$OUT/summary.txt" "$FINAL/summary.txt"
-tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
-cat "$FINAL/summary.txt"
+finish

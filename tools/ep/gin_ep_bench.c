@@ -279,15 +279,18 @@ static void timing(impl_t *m, dev_in_t *d, const opts_t *o, gin_comm_t comm,
  * p99 in us; returns the mismatches of the check. */
 static long timing_pipelined(impl_t *m, dev_in_t *d, const opts_t *o,
                              gin_comm_t comm, const uint16_t *want_out,
-                             double res[4]) {
+                             double res[8]) {
   int n = o->iters;
   perf_marks_t mk;
-  if (perf_marks_make(&mk, 2 * n + 1) != 0) {
-    fprintf(stderr, "gin-ep-bench: cannot make %d time marks\n", 2 * n + 1);
+  if (perf_marks_make(&mk, 4 * n + 1) != 0) {
+    fprintf(stderr, "gin-ep-bench: cannot make %d time marks\n", 4 * n + 1);
     exit(1);
   }
   double *td = (double *)malloc(sizeof(double) * n);
   double *tc = (double *)malloc(sizeof(double) * n);
+  double *tp[4];
+  for (int j = 0; j < 4; j++)
+    tp[j] = (double *)malloc(sizeof(double) * n);
   gin_ep_recv_t rv;
   for (int i = 0; i < o->warmup; i++) {
     CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, GIN_EP_BOTH));
@@ -297,18 +300,27 @@ static long timing_pipelined(impl_t *m, dev_in_t *d, const opts_t *o,
   CK(gin_stream_synchronize(0));
   CK(gin_comm_barrier(comm));
   perf_mark(&mk, 0);
+  /* Each operation as its two phases (the same launches as
+   * GIN_EP_BOTH), with a mark after each. */
   for (int i = 0; i < n; i++) {
-    CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, GIN_EP_BOTH));
-    perf_mark(&mk, 2 * i + 1);
+    CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, GIN_EP_SEND));
+    perf_mark(&mk, 4 * i + 1);
+    CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, GIN_EP_RECV));
+    perf_mark(&mk, 4 * i + 2);
     CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, o->T, d->out, NULL,
-                      GIN_EP_BOTH));
-    perf_mark(&mk, 2 * i + 2);
+                      GIN_EP_SEND));
+    perf_mark(&mk, 4 * i + 3);
+    CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, o->T, d->out, NULL,
+                      GIN_EP_RECV));
+    perf_mark(&mk, 4 * i + 4);
   }
   CK(gin_stream_synchronize(0));
   CK(gin_comm_get_async_error(comm));
   for (int i = 0; i < n; i++) {
-    td[i] = perf_marks_us(&mk, 2 * i, 2 * i + 1);
-    tc[i] = perf_marks_us(&mk, 2 * i + 1, 2 * i + 2);
+    td[i] = perf_marks_us(&mk, 4 * i, 4 * i + 2);
+    tc[i] = perf_marks_us(&mk, 4 * i + 2, 4 * i + 4);
+    for (int j = 0; j < 4; j++)
+      tp[j][i] = perf_marks_us(&mk, 4 * i + j, 4 * i + j + 1);
   }
   perf_marks_free(&mk);
   qsort(td, (size_t)n, sizeof *td, cmp_d);
@@ -317,6 +329,11 @@ static long timing_pipelined(impl_t *m, dev_in_t *d, const opts_t *o,
   res[1] = td[(size_t)(n * 0.99)];
   res[2] = tc[n / 2];
   res[3] = tc[(size_t)(n * 0.99)];
+  for (int j = 0; j < 4; j++) {
+    qsort(tp[j], (size_t)n, sizeof *tp[j], cmp_d);
+    res[4 + j] = tp[j][n / 2];
+    free(tp[j]);
+  }
   free(td);
   free(tc);
   uint16_t *out = (uint16_t *)malloc((size_t)o->T * o->H * 2);
@@ -408,7 +425,7 @@ int main(int argc, char **argv) {
     nimpl++;
   }
 
-  double res[2][4], pipe[4] = {0, 0, 0, 0};
+  double res[2][4], pipe[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int failed = 0;
   for (int i = 0; i < nimpl; i++) {
     long bad = check(&impls[i], &d, &o, me, R, all, &want, want_out, comm);
@@ -476,6 +493,9 @@ int main(int argc, char **argv) {
            "dispatch", pipe[0], pipe[1], "-", dbytes / (pipe[0] * 1e3));
     printf("%-14s %-9s %11.1f %11.1f %11s %10.2f\n", "gin-pipelined", "combine",
            pipe[2], pipe[3], "-", cbytes / (pipe[2] * 1e3));
+    printf("# gin pipelined, medians per phase: dispatch send %.1f + "
+           "receive %.1f us, combine send %.1f + receive %.1f us\n",
+           pipe[4], pipe[5], pipe[6], pipe[7]);
     printf("# rank 0 sends %ld routed tokens: %.0f dispatch bytes, %.0f "
            "combine bytes; device copy of the dispatch bytes: %.1f GB/s\n",
            routed, dbytes, cbytes, copy_gbps);

@@ -101,6 +101,26 @@ static void peer_copy(perf_env_t *env) {
     double us = perf_copy_us(peer, (char *)env->mem + PERF_DATA, k, 20);
     emit_value(env, "floor_peer_copy", k, us, -1, (double)k / (us * 1e3));
   }
+  /* The proxy's ipc lane: 64 small copies in one batch into the peer's
+   * mapping (from device memory, and from pinned host memory as its
+   * put_value sources), and into this rank's own memory; us per copy. */
+  static const size_t bsz[3] = {8, 7424, 65536};
+  for (int i = 0; peer && i < 3 && 64 * bsz[i] <= n; i++) {
+    const char *src = (const char *)env->mem + PERF_DATA;
+    double us = perf_batch_copy_us((char *)peer, src, bsz[i], 64, 21, 0);
+    if (us >= 0)
+      emit_value(env, "floor_batch_peer", bsz[i], us, -1,
+                 (double)bsz[i] / (us * 1e3));
+    us = perf_batch_copy_us((char *)env->copy_dst + PERF_DATA, src, bsz[i], 64,
+                            21, 0);
+    if (us >= 0)
+      emit_value(env, "floor_batch_local", bsz[i], us, -1,
+                 (double)bsz[i] / (us * 1e3));
+  }
+  if (peer) {
+    double us = perf_batch_copy_us((char *)peer, NULL, 8, 64, 21, 1);
+    if (us >= 0) emit_value(env, "floor_batch_h2d_peer", 8, us, -1, -1);
+  }
   if (peer) perf_shared_unmap(peer, n);
   PERF_CHECK(gin_comm_barrier(env->comm));
   if (mine) perf_shared_free(mine, n, blob);

@@ -118,6 +118,58 @@ static inline double perf_h2d_gbps(size_t n, int to_device) {
   cudaFreeHost(h);
   return g;
 }
+/* What the proxy's ipc lane does per batch: `count` copies of `n` bytes
+ * into dst (count disjoint slots, e.g. a peer's mapped buffer) from src
+ * (device memory, or pinned host memory when host_src), submitted as one
+ * cudaMemcpyBatchAsync and waited for; us per copy (median of reps
+ * batches), -1 if a call failed. */
+static inline double perf_batch_copy_us(char *dst, const char *src, size_t n,
+                                        int count, int reps, int host_src) {
+  enum { MAXC = 64 };
+  void *d[MAXC];
+  const void *r[MAXC];
+  size_t z[MAXC];
+  double best = -1, t[64];
+  char *h = NULL;
+  cudaStream_t s;
+  if (count > MAXC) count = MAXC;
+  if (reps > 64) reps = 64;
+  if (host_src && cudaMallocHost((void **)&h, n * (size_t)count) != cudaSuccess)
+    return -1;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  for (int i = 0; i < count; i++) {
+    d[i] = dst + (size_t)i * n;
+    r[i] = host_src ? (const void *)(h + (size_t)i * n)
+                    : (const void *)(src + (size_t)i * n);
+    z[i] = n;
+  }
+  struct cudaMemcpyAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t idx = 0;
+  int ok = 1;
+  for (int i = -2; i < reps && ok; i++) { /* two warm-up batches */
+    double t0 = perf_now_us();
+    ok = cudaMemcpyBatchAsync(d, r, z, (size_t)count, &attr, &idx, 1, s) ==
+             cudaSuccess &&
+         cudaStreamSynchronize(s) == cudaSuccess;
+    if (i >= 0) t[i] = (perf_now_us() - t0) / count;
+  }
+  if (ok) {
+    for (int i = 1; i < reps; i++) /* insertion sort: a few values */
+      for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+        double x = t[j];
+        t[j] = t[j - 1];
+        t[j - 1] = x;
+      }
+    best = t[reps / 2];
+  } else {
+    cudaGetLastError();
+  }
+  cudaStreamDestroy(s);
+  if (h) cudaFreeHost(h);
+  return best;
+}
 /* What one small asynchronous copy costs the host (us per call, n calls
  * then one synchronisation), and one copy waited for on its own. */
 static inline void perf_copy_call_us(int n, double *async_us, double *sync_us) {
@@ -255,6 +307,11 @@ static inline double perf_h2d_gbps(size_t n, int to_device) {
 }
 static inline void perf_copy_call_us(int n, double *async_us, double *sync_us) {
   *async_us = *sync_us = -1; /* no copy engine on the host target */
+}
+static inline double perf_batch_copy_us(char *dst, const char *src, size_t n,
+                                        int count, int reps, int host_src) {
+  (void)dst, (void)src, (void)n, (void)count, (void)reps, (void)host_src;
+  return -1; /* no copy engine on the host target */
 }
 static inline void *perf_shared_alloc(size_t n, unsigned char blob[64]) {
   return perf_memfd_alloc(n, blob);
