@@ -121,11 +121,16 @@ gin_result_t gin_comm_destroy(gin_comm_t comm);
 gin_result_t gin_comm_abort(gin_comm_t comm);
 
 /* Reports an error raised asynchronously (by a device wait that timed out,
- * a device-side argument check, or an abort), GIN_SUCCESS if none. The
- * message (gin_last_error) names the rank, signal/counter/window and the
- * values seen. A dead rank comes first (GIN_ERR_REMOTE, "rank R (pid P on
- * host) died: ..."): what else failed followed from it. Call it after
- * synchronising with the kernels. */
+ * a device-side argument check, the proxy, or an abort), GIN_SUCCESS if
+ * none. The message (gin_last_error) names the rank, signal/counter/window
+ * or peer and the values seen. A dead or unreachable rank comes first
+ * (GIN_ERR_REMOTE, "rank R (pid P on host) died: ..." or "... unreachable:
+ * ..."): what else failed followed from it. Operations to a peer that is
+ * there but takes nothing for GIN_TIMEOUT_MS (the proxy's transport had no
+ * room for them, or the kernel no free slot in the proxy ring) fail with
+ * GIN_ERR_TIMEOUT naming it ("peer P"); a transport connection that closed
+ * or failed is GIN_ERR_REMOTE. Call it after synchronising with the
+ * kernels. */
 gin_result_t gin_comm_get_async_error(gin_comm_t comm);
 
 gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);

@@ -570,8 +570,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      r, id, a0 / 1000000ull, seen, exp);
   case GIN_DEVERR_BAD_DESC:
   case GIN_DEVERR_TRANSPORT:
-    return GIN_ERROR(e->kind == GIN_DEVERR_BAD_DESC ? GIN_ERR_INVALID
-                                                    : GIN_ERR_REMOTE,
+  case GIN_DEVERR_TIMEOUT_TRANSPORT:
+    /* A peer that takes nothing for the timeout is a timeout (it may be
+     * alive: stopped, or slow); a closed or failed connection is the
+     * peer's failure (a dead or unreachable rank, which the watcher then
+     * names). */
+    return GIN_ERROR(e->kind == GIN_DEVERR_BAD_DESC    ? GIN_ERR_INVALID
+                     : e->kind == GIN_DEVERR_TRANSPORT ? GIN_ERR_REMOTE
+                                                       : GIN_ERR_TIMEOUT,
                      "rank %d: %s", r, c->proxy_msg);
   case GIN_DEVERR_EP_ROUTING:
     if (a1 == 0)
@@ -602,13 +608,15 @@ static gin_result_t comm_async_error(gin_comm_t comm) {
   int host = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;
   /* A dead rank first: what else failed (timeouts, aborted waits, closed
    * transport connections) followed from it. A transport that lost a
-   * connection, or an abort by another rank with no cause recorded here,
-   * is often a rank that died: if the watcher has news pending, let it
-   * record it first. */
+   * connection or had no room (a vanished host), or an abort by another
+   * rank with no cause recorded here, is often a rank that died or cannot
+   * be reached: if the watcher has news pending, let it record it first. */
   uint32_t who = gin_comm_aborted_by_(comm);
   int foreign = who && (int)who - 1 != comm->rank && !host &&
                 !(dev && e->kind != GIN_DEVERR_ABORTED);
-  if ((host && h->kind == GIN_DEVERR_TRANSPORT) || foreign) {
+  if ((host && (h->kind == GIN_DEVERR_TRANSPORT ||
+                h->kind == GIN_DEVERR_TIMEOUT_TRANSPORT)) ||
+      foreign) {
     comm_settle(comm, COMM_SETTLE_MS, 0, 1);
     dev = __atomic_load_n(&e->ready, __ATOMIC_ACQUIRE) != 0;
     host = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;

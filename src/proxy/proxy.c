@@ -1,9 +1,12 @@
 /*
  * Proxy threads: drain rings in order, check each descriptor, hand it to
  * the peer's transport, bump counters once sources are consumed, publish
- * the consumer index. A bad descriptor is reported (rank, context, what was
- * wrong) through the control page, the communicator is aborted, and the
- * descriptor is dropped without touching any memory.
+ * the consumer index. A bad descriptor, or one the transport failed, is
+ * reported (rank, context, what was wrong) through the control page and
+ * dropped without touching any memory (the rest of the pass is dropped
+ * too); once the pass's consumer indices are published the communicator
+ * is aborted, so a flush that waited for the dropped descriptors returns
+ * (they are consumed) and the error is the communicator's.
  *
  * Each thread owns the rings assigned to it and reaches them through its
  * own array and lock: threads never share a lock or a ring on the hot
@@ -77,9 +80,10 @@ struct gin_proxy {
   void *state[GIN_TRANSPORT_MAX];
 };
 
-/* Records an error the proxy found (first one wins) and aborts. */
-static void proxy_fail(gin_comm_t c, int kind, int64_t peer, int64_t id,
-                       uint64_t a0, uint64_t a1, const char *msg) {
+/* Records an error the proxy found (first one wins) in the CPU's record
+ * of the control page and logs it; the caller aborts the communicator. */
+static void proxy_record(gin_comm_t c, int kind, int64_t peer, int64_t id,
+                         uint64_t a0, uint64_t a1, const char *msg) {
   gin_dev_error_t *e = &c->ctrl->herr; /* the CPU's record */
   uint32_t zero = 0;
   if (__atomic_compare_exchange_n(&e->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
@@ -96,7 +100,15 @@ static void proxy_fail(gin_comm_t c, int kind, int64_t peer, int64_t id,
     __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
   }
   GIN_WARN(PROXY, "rank %d: %s", c->rank, msg);
-  gin_comm_abort_cpu_(c);
+}
+
+/* The record kind of a transport's failure `res`: a transport that had
+ * no room for the whole timeout (the peer is alive but takes nothing) is
+ * a timeout; anything else (a closed or failed connection) is the peer's
+ * failure. */
+static int transport_err_kind(gin_result_t res) {
+  return res == GIN_ERR_TIMEOUT ? GIN_DEVERR_TIMEOUT_TRANSPORT
+                                : GIN_DEVERR_TRANSPORT;
 }
 
 /* Checks window handle `v` (packed) with [off, off+bytes) against the
@@ -211,10 +223,14 @@ static gin_result_t proxy_issue_retry(struct gin_proxy *px, int t,
   for (;;) {
     GIN_CHECK(ops->progress(px->state[t]));
     if (gin_comm_aborted_by_(c))
-      return GIN_ERROR(GIN_ERR_ABORTED, "proxy: communicator aborted");
+      return GIN_ERROR(GIN_ERR_ABORTED,
+                       "proxy: communicator aborted while transport %s had "
+                       "no room (peer %d)",
+                       ops->name, x->peer);
     if (gin_now_ns() > deadline)
       return GIN_ERROR(GIN_ERR_TIMEOUT,
-                       "proxy: transport %s had no room for %lld ms (peer %d)",
+                       "proxy: transport %s had no room for %lld ms: peer %d "
+                       "takes nothing (stopped, or too slow)",
                        ops->name, (long long)c->timeout_ms, x->peer);
     gin_result_t res = ops->put(px->state[t], x);
     if (res != GIN_ERR_AGAIN) return res;
@@ -238,12 +254,14 @@ static void counters_note(gin_proxy_ring_t *r, int counter) {
  * theirs to *used, a bit per transport id); returns how many. Nothing is
  * complete yet: pass_complete finishes them. The abort words are read
  * when the batch starts and every PROXY_ABORT_EVERY descriptors; what this
- * thread rejects stops the rest of the batch at once. */
-static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r,
-                      unsigned *used) {
+ * thread rejects or its transport fails is recorded, sets *failed (the
+ * caller aborts once the pass is complete) and stops the rest of the
+ * pass at once. */
+static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
+                      int *failed) {
   gin_comm_t c = px->comm;
   const uint32_t mask = r->size - 1;
-  int n = 0, aborted = 0;
+  int n = 0, aborted = *failed;
   for (; n < r->batch; n++) {
     gin_desc_t *slot = &r->slots[r->next & mask];
     uint32_t want = (uint32_t)(r->next >> r->lap_shift) + 1;
@@ -265,19 +283,22 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r,
       snprintf(full, sizeof full,
                "proxy rejected descriptor %llu of context %d: %s",
                (unsigned long long)r->next, r->ctx, msg);
-      proxy_fail(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, r->next, 0, full);
-      aborted = 1;
+      proxy_record(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, r->next, 0, full);
+      aborted = *failed = 1;
     } else if (!aborted) {
       int t = c->transport[x.peer];
       *used |= 1u << t;
       gin_result_t res = px->ops[t]->put(px->state[t], &x);
       if (res == GIN_ERR_AGAIN) res = proxy_issue_retry(px, t, &x);
-      if (res != GIN_SUCCESS) {
+      if (res == GIN_ERR_ABORTED) { /* by someone else, who said why */
+        aborted = 1;
+      } else if (res != GIN_SUCCESS) {
         char full[256];
         snprintf(full, sizeof full, "transport %s, peer %d: %s",
                  px->ops[t]->name, x.peer, gin_last_error());
-        proxy_fail(c, GIN_DEVERR_TRANSPORT, x.peer, r->ctx, r->next, 0, full);
-        aborted = 1;
+        proxy_record(c, transport_err_kind(res), x.peer, r->ctx, r->next, 0,
+                     full);
+        aborted = *failed = 1;
       } else if (d.local == GIN_LOCAL_COUNTER_INC) {
         counters_note(r, d.counter);
       }
@@ -291,23 +312,26 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r,
 /* Completes a pass over the thread's rings: the transports in `used`
  * finish what they started, once for all the rings (ipc waits for its
  * copies, then applies the signals), then each ring's counters count
- * (their sources are free now) and its consumer index moves on. */
+ * (their sources are free now) and its consumer index moves on. A
+ * transport that fails here is recorded and sets *failed. */
 static void pass_complete(struct gin_proxy *px, proxy_thread_t *th,
-                          unsigned used) {
+                          unsigned used, int *failed) {
   gin_comm_t c = px->comm;
   int ok = 1;
   /* Every one of them, even after one failed: nothing stays pending. */
   for (int t = 0; used; t++, used >>= 1) {
-    if (!(used & 1) || px->ops[t]->flush(px->state[t]) == GIN_SUCCESS || !ok)
-      continue;
+    if (!(used & 1)) continue;
+    gin_result_t res = px->ops[t]->flush(px->state[t]);
+    if (res == GIN_SUCCESS || !ok) continue;
     const gin_proxy_ring_t *r = th->rings[0]; /* the first with a batch */
     for (int i = 1; !r->pending && i < th->nrings; i++)
       r = th->rings[i];
     char full[256];
     snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
              gin_last_error());
-    proxy_fail(c, GIN_DEVERR_TRANSPORT, -1, r->ctx, r->next, 0, full);
+    proxy_record(c, transport_err_kind(res), -1, r->ctx, r->next, 0, full);
     ok = 0;
+    *failed = 1;
   }
   for (int i = 0; i < th->nrings; i++) {
     gin_proxy_ring_t *r = th->rings[i];
@@ -400,25 +424,30 @@ static void *proxy_main(void *p) {
     snprintf(th->start_msg, sizeof th->start_msg, "%s", gin_last_error());
   __atomic_fetch_add(&px->started, 1, __ATOMIC_RELEASE);
   while (!__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE)) {
-    int did = 0;
+    int did = 0, failed = 0;
     unsigned used = 0;
     pthread_mutex_lock(&th->lock); /* uncontended but for ring changes */
     for (int i = 0; i < th->nrings; i++)
-      did += ring_drain(px, th->rings[i], &used);
-    if (did) pass_complete(px, th, used);
+      did += ring_drain(px, th->rings[i], &used, &failed);
+    if (did) pass_complete(px, th, used, &failed);
     pthread_mutex_unlock(&th->lock);
+    /* Only now that the consumer indices are published: a flush that
+     * waited for what this pass dropped sees it consumed. */
+    if (failed) gin_comm_abort_cpu_(px->comm);
     if (did && px->delay_us > 0) proxy_delay(px);
     /* The receiving side: a transport that fails (a peer died, sent a bad
      * operation) aborts the communicator, so nobody waits for what it
      * will never deliver. */
     if (th->idx == 0 && !gin_comm_aborted_by_(px->comm))
       for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
-        if (!px->ops[t] || px->ops[t]->progress(px->state[t]) == GIN_SUCCESS)
-          continue;
+        if (!px->ops[t]) continue;
+        gin_result_t res = px->ops[t]->progress(px->state[t]);
+        if (res == GIN_SUCCESS) continue;
         char full[256];
         snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
                  gin_last_error());
-        proxy_fail(px->comm, GIN_DEVERR_TRANSPORT, -1, -1, 0, 0, full);
+        proxy_record(px->comm, transport_err_kind(res), -1, -1, 0, 0, full);
+        gin_comm_abort_cpu_(px->comm);
         break;
       }
     /* Idle (no descriptors, no transport traffic) and not busy-polling:

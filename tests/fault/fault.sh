@@ -14,26 +14,11 @@ N=${3:?}
 SCEN=${4:?}
 VICTIM=${5:?}
 shift 5
-command -v pgrep >/dev/null 2>&1 || { echo "SKIP: no pgrep"; exit 77; }
-command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout"; exit 77; }
 export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-3000}
+# shellcheck source=SCRIPTDIR/fault_common.sh
+. "$(dirname "$0")/fault_common.sh"
+fault_begin fault
 
-TMP=$(mktemp -d)
-MARK="gin_fault_marker_$$"
-kill_marked() {
-  pids=$(pgrep -f -- "$MARK")
-  [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-}
-trap 'kill_marked; rm -rf "$TMP"' EXIT
-FAILS=0
-fail() {
-  echo "FAIL: $*"
-  FAILS=$((FAILS + 1))
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-shm_list() { ls -A /dev/shm 2>/dev/null | sort; }
-
-shm_list >"$TMP/shm.before"
 t0=$(now_ms)
 timeout -k 5 120 "$GINRUN" -n "$N" --grace 10 "$PROG" "$SCEN" \
   --victim "$VICTIM" --stamp "$TMP" "$@" "$MARK" >"$TMP/out" 2>"$TMP/err"
@@ -64,18 +49,4 @@ grep "^ginrun: rank [0-9]* (pid [0-9]*) \(exited\|killed\)" "$TMP/err" |
   grep -v "^ginrun: rank $VICTIM " | grep -q . &&
   fail "another rank failed: $(grep '^ginrun: rank' "$TMP/err" | tr '\n' ' ')"
 grep -q "^ginrun: stopping" "$TMP/err" && fail "ginrun had to stop survivors"
-limit=$((2 * GIN_TIMEOUT_MS + 15000))
-[ "$t" -lt "$limit" ] || fail "the job took $t ms (limit $limit ms)"
-sleep 0.2
-if pgrep -f -- "$MARK" >/dev/null; then
-  fail "processes survived: $(pgrep -a -f -- "$MARK")"
-fi
-shm_list >"$TMP/shm.after"
-cmp -s "$TMP/shm.before" "$TMP/shm.after" ||
-  fail "/dev/shm changed: $(diff "$TMP/shm.before" "$TMP/shm.after" | tr '\n' ' ')"
-if [ $FAILS -ne 0 ]; then
-  echo "fault $SCEN: $FAILS failure(s) ($t ms)"
-  exit 1
-fi
-echo "fault $SCEN: passed ($t ms)"
-exit 0
+fault_end "fault $SCEN" "$t" $((2 * GIN_TIMEOUT_MS + 15000))

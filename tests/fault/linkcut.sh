@@ -1,75 +1,37 @@
 #!/usr/bin/env bash
 # A link cut between two hosts during tcp traffic. Two network namespaces
-# joined by a veth pair (10.231.8.1/24 and 10.231.8.2/24, as in
-# tests/transport/multihost.sh), 2 ranks of tests/fault/netfault.c in each
-# (torchrun-style environment), GIN_BACKEND=proxy: ipc inside a namespace,
-# tcp across. Once every rank's kernel of puts with signals runs, the link
-# is cut (`ip link set <veth> down` in the first namespace) and the time
-# stamped. Every rank must report OK by itself (its pending call failed
-# within 2 x GIN_TIMEOUT_MS + 2 s of the cut, its error then names a rank
-# across the cut as unreachable, teardown left nothing) and exit 0 in
-# time; no rank may call any rank dead, not even in a log line; no
-# process may remain in the namespaces, which are then deleted and must be
-# gone.
+# joined by a veth pair (10.231.8.1/24 and 10.231.8.2/24, set up by
+# tests/netns_common.sh as for tests/transport/multihost.sh), 2 ranks of
+# tests/fault/netfault.c in each (torchrun-style environment),
+# GIN_BACKEND=proxy: ipc inside a namespace, tcp across. Once every rank's
+# kernel of puts with signals runs, the link is cut (`ip link set <veth>
+# down` in the first namespace) and the time stamped. Every rank must
+# report OK by itself (its pending call failed within 2 x GIN_TIMEOUT_MS +
+# 2 s of the cut, its error then names a rank across the cut as
+# unreachable, teardown left nothing) and exit 0 in time; no rank may call
+# any rank dead, not even in a log line; no process may remain in the
+# namespaces, which are then deleted and must be gone.
 #
 # Usage: linkcut.sh PROG   (as root; PROG is netfault_host)
 # Exit 0 pass, 1 fail, 77 skip (not root, or no network namespaces).
 set -u
 prog=${1:?usage: linkcut.sh netfault_prog}
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: needs root for ip netns"
-  exit 77
-fi
-if ! command -v ip > /dev/null; then
-  echo "SKIP: no ip command"
-  exit 77
-fi
+# shellcheck source=SCRIPTDIR/../netns_common.sh
+. "$(dirname "$0")/../netns_common.sh"
+netns_init lc 10.231.8
 export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-3000}
 
-ns0=gin-lc0-$$ ns1=gin-lc1-$$
-veth0=glc0-$$ veth1=glc1-$$
-addr0=10.231.8.1 addr1=10.231.8.2
 tmp=$(mktemp -d)
 stamps=$tmp/stamps
 mkdir "$stamps"
-pids=()
 fails=0
 fail() {
   echo "FAIL: $*"
   fails=$((fails + 1))
 }
-
-teardown() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2> /dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
-  pids=()
-  ip netns del "$ns0" 2> /dev/null
-  ip netns del "$ns1" 2> /dev/null
-}
-trap 'teardown; rm -rf "$tmp"' EXIT
+trap 'netns_kill KILL; netns_del; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
-
-if ! ip netns add "$ns0" 2> "$tmp/err" || ! ip netns add "$ns1" 2>> "$tmp/err"
-then
-  echo "SKIP: ip netns add failed: $(cat "$tmp/err")"
-  exit 77
-fi
-setup() {
-  ip link add "$veth0" netns "$ns0" type veth peer name "$veth1" netns "$ns1" &&
-    ip -n "$ns0" addr add "$addr0/24" dev "$veth0" &&
-    ip -n "$ns1" addr add "$addr1/24" dev "$veth1" &&
-    ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up &&
-    ip -n "$ns0" link set "$veth0" up && ip -n "$ns1" link set "$veth1" up
-}
-if ! setup 2> "$tmp/err"; then
-  echo "SKIP: cannot set up the veth pair: $(cat "$tmp/err")"
-  exit 77
-fi
-for _ in $(seq 50); do
-  ip -n "$ns0" link show "$veth0" | grep -q LOWER_UP &&
-    ip -n "$ns1" link show "$veth1" | grep -q LOWER_UP && break
-  sleep 0.1
-done
+netns_up
 
 now_ns() { date +%s%N; }
 t0=$(now_ns)

@@ -20,7 +20,8 @@
  *           its signals. The script SIGSTOPs the target T (default 1; not
  *           0) and stamps DIR/stop: T's proxy stops reading, its socket
  *           buffers and rank 0's fill up. Rank 0's pending call must fail
- *           with a timeout naming T ("peer T"), not another receiver (its
+ *           with GIN_ERR_TIMEOUT naming T ("peer T"; T is alive, so not
+ *           GIN_ERR_REMOTE), not another receiver (its
  *           poller stamps DIR/failed.0 when the error is known); the other
  *           receivers' waits must end too (rank 0 no longer sends them
  *           anything: one ring, in order). The script then SIGCONTs T
@@ -50,10 +51,11 @@
 #define CHUNK (64 * 1024)
 #define MARGIN_MS 2000
 /* How much later than gin's verdict the pending call may return: a wait
- * in a host-target kernel reads the abort word only every 256 polls, each
- * of which yields the CPU, so on a loaded machine it notices an abort
- * seconds late (measured: up to 8 s beside two busy loops on 2 cores;
- * milliseconds when quiet). */
+ * in a host-target kernel yields the CPU between polls, and a yield on a
+ * loaded machine can take long. Once it read the abort word only every
+ * 256 polls it noticed an abort seconds late (beside two busy loops on 2
+ * cores, up to 34 s); now that it reads it on every poll once it yields,
+ * within milliseconds (docs/RELIABILITY.md). The bound stays generous. */
 #define HOST_SLACK_MS 8000
 
 enum { MODE_ROUNDS, MODE_SEND, MODE_RECV };
@@ -238,10 +240,13 @@ static void check_sender(run_t *r, gin_result_t rc, uint64_t done,
   }
   check_times(r, "stop", pl, done, &known, &ms);
   snprintf(want, sizeof want, "peer %d", r->target);
-  if ((rc != GIN_ERR_TIMEOUT && rc != GIN_ERR_REMOTE) ||
-      !strstr(r->first, want) ||
-      (!strstr(r->first, "timed out") && !strstr(r->first, "no room")))
-    FAIL(r, "pending call: want a timeout naming %s, got %s", want, r->first);
+  /* The proxy's "no room" (it waited for the transport) or the kernel's
+   * "no free slot" (it waited for the proxy): a timeout either way, not a
+   * failed peer (the target is alive, only stopped). */
+  if (rc != GIN_ERR_TIMEOUT || !strstr(r->first, want) ||
+      (!strstr(r->first, "no room") && !strstr(r->first, "no free slot")))
+    FAIL(r, "pending call: want GIN_ERR_TIMEOUT naming %s, got %s", want,
+         r->first);
   printf("netfault: rank %d: stream: error known %.0f ms after rank %d "
          "stopped, pending puts returned after %.0f ms: %s\n",
          r->rank, known, r->target, ms, r->first);

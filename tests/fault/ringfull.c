@@ -20,6 +20,17 @@
  *   (sender, block) with signal value v, slots [0, v) hold their pattern
  *   (so no signal came twice or before its payload) and later slots their
  *   pattern or zero, once every rank has torn down (DIR/done.R stamps).
+ * MODE stall (GIN_TRANSPORT=tcp, a delay far above GIN_TIMEOUT_MS, a ring
+ *   of more than STALL_PUTS slots): not the ring but the transport stays
+ *   full. Rank 1's proxy stops reading:
+ *   it puts once to rank 0 and flushes, so its proxy pauses. Rank 0 then
+ *   puts STALL_PUTS x STALL_BYTES to rank 1, far more than the sockets and
+ *   tcp's send buffer hold and fewer than its ring's slots (no producer
+ *   waits; its proxy waits for room). Rank 0's error must be
+ *   GIN_ERR_TIMEOUT naming peer 1 ("no room", "peer 1"): rank 1 is alive,
+ *   so not GIN_ERR_REMOTE, which says a peer failed; known (asked every
+ *   5 ms) no sooner than GIN_TIMEOUT_MS and within 2 x GIN_TIMEOUT_MS + 1 s
+ *   of the launch. Then later calls fail the same way and teardown works.
  * --inject flips a received byte on rank 0 before the check (the run must
  * fail). Each rank prints "ringfull: rank R: OK ..." or "... FAIL ..."; exit 0
  * pass, 1 fail, 77 skip (cuda target without a GPU).
@@ -39,16 +50,20 @@
 #define SLOT 512
 #define MAX_RANKS 8
 #define TAG 0x52 /* test_byte's tag for this test */
+/* 256 MiB in all (socket buffers on loopback grow to tens of MiB); run
+ * with a ring of more slots than puts; each put within the window. */
+#define STALL_PUTS 1024
+#define STALL_BYTES (256 * 1024)
 
 typedef struct kargs {
   gin_devcomm_t dc;
   gin_window_t win;
-  int mode;       /* MODE_PUT, MODE_WAIT, MODE_READ */
+  int mode;       /* MODE_PUT, MODE_WAIT, MODE_READ, MODE_STALL */
   int *rc_out;    /* [BLOCKS] gin memory */
   uint64_t *sigs; /* [nranks * BLOCKS] gin memory (MODE_READ) */
 } kargs_t;
 
-enum { MODE_PUT, MODE_WAIT, MODE_READ };
+enum { MODE_PUT, MODE_WAIT, MODE_READ, MODE_STALL };
 
 /* Receive area: [sender][block][put] slots; then the source area:
  * [block][put] slots of this rank's payloads. */
@@ -76,16 +91,25 @@ GIN_KERNEL(k_ringfull, kargs_t) {
     for (int s = 0; s < n && rc == GIN_SUCCESS; s++)
       if (s != me)
         rc = gin_signal_wait(dc, s * BLOCKS + b, PUTS, GIN_COOP_THREAD);
-  } else if (b == 0) {
-    for (int i = 0; i < n * BLOCKS; i++)
-      args.sigs[i] = gin_signal_read(dc, i);
+  } else if (args.mode == MODE_READ) {
+    if (b == 0)
+      for (int i = 0; i < n * BLOCKS; i++)
+        args.sigs[i] = gin_signal_read(dc, i);
+  } else if (b == 0 && me == 1) { /* MODE_STALL: one put; its proxy pauses */
+    rc = gin_put(dc, 0, world, 0, args.win, 0, args.win, 0, SLOT,
+                 gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
+    if (rc == GIN_SUCCESS) rc = gin_flush(dc, 0, GIN_COOP_THREAD);
+  } else if (b == 0 && me == 0) { /* MODE_STALL: more than tcp holds */
+    for (int k = 0; k < STALL_PUTS && rc == GIN_SUCCESS; k++)
+      rc = gin_put(dc, 0, world, 1, args.win, 0, args.win, 0, STALL_BYTES,
+                   gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
   }
   args.rc_out[b] = rc;
 }
 
 typedef struct run {
   gin_comm_t comm;
-  int rank, nranks, timeout_mode, inject, fails;
+  int rank, nranks, timeout_mode, stall_mode, inject, fails;
   int64_t timeout_ms;
   const char *dir;
   void *mem;
@@ -204,6 +228,57 @@ static void check_timeout(run_t *r, gin_result_t krc, const int rcs[BLOCKS],
   stamp_write(path, own ? 1000u : 2000u + (unsigned)by);
 }
 
+/* MODE stall: rank 1's proxy pauses after one put; rank 0's proxy then
+ * times out on a transport that takes nothing, and must say so (a timeout
+ * naming peer 1, not a failed peer); rank 1 waits (bounded) until rank 0
+ * is done with it. Then both tear down. */
+static void run_stall(run_t *r) {
+  char path[4200];
+  int rcs[BLOCKS];
+  snprintf(path, sizeof path, "%s/stalled.0", r->dir);
+  if (r->rank == 1 &&
+      (run_kernel(r, MODE_STALL, rcs) != GIN_SUCCESS || rcs[0] != GIN_SUCCESS))
+    FAIL(r, "the put that pauses the proxy: %s", gin_last_error());
+  TCHECK(gin_comm_barrier(r->comm));
+  if (r->rank != 0) {
+    if (!stamp_wait(path, 20000)) FAIL(r, "rank 0 never wrote stalled.0");
+  } else {
+    uint64_t t0 = now_ns();
+    uint64_t until = t0 + (uint64_t)(2 * r->timeout_ms + 1000) * 1000000ull;
+    gin_result_t krc = run_kernel(r, MODE_STALL, rcs), rc;
+    while ((rc = gin_comm_get_async_error(r->comm)) == GIN_SUCCESS &&
+           now_ns() < until)
+      usleep(5000);
+    double ms = (double)(now_ns() - t0) / 1e6;
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", gin_last_error());
+    printf("ringfull: rank 0: stall: %d puts of %d KiB to rank 1 posted (%s); "
+           "error known after %.0f ms: %s: %s\n",
+           STALL_PUTS, STALL_BYTES / 1024, gin_strerror(krc), ms,
+           gin_strerror(rc), msg);
+    if (krc != GIN_SUCCESS || rcs[0] != GIN_SUCCESS)
+      FAIL(r, "posting the puts: launch %s, kernel %s", gin_strerror(krc),
+           gin_strerror(rcs[0]));
+    if (rc != GIN_ERR_TIMEOUT || !strstr(msg, "no room") ||
+        !strstr(msg, "peer 1"))
+      FAIL(r,
+           "want GIN_ERR_TIMEOUT naming peer 1 ('no room', 'peer 1'), "
+           "got %s: %s",
+           gin_strerror(rc), msg);
+    if (ms < (double)r->timeout_ms)
+      FAIL(r, "timed out after %.0f ms, before GIN_TIMEOUT_MS", ms);
+    /* A later call says the same. */
+    rc = gin_comm_barrier(r->comm);
+    if (rc != GIN_ERR_TIMEOUT || !strstr(gin_last_error(), "no room"))
+      FAIL(r, "later gin_comm_barrier: %s: %s", gin_strerror(rc),
+           gin_last_error());
+    stamp_write(path, now_ns());
+  }
+  gin_devcomm_destroy(r->comm, &r->dc);   /* local after an abort */
+  gin_window_deregister(r->comm, r->win); /* releases, returns the error */
+  TCHECK(gin_comm_destroy(r->comm));
+}
+
 /* After every rank wrote its result: an abort must come from a rank that
  * timed out itself. */
 static void check_aborters(run_t *r) {
@@ -227,18 +302,22 @@ int main(int argc, char **argv) {
       r.dir = argv[++i];
     else if (!strcmp(argv[i], "--inject"))
       r.inject = 1;
-  if ((strcmp(mode, "deliver") && strcmp(mode, "timeout")) || !r.dir) {
-    fprintf(stderr, "usage: ringfull deliver|timeout --stamp DIR [--inject]\n");
+  if ((strcmp(mode, "deliver") && strcmp(mode, "timeout") &&
+       strcmp(mode, "stall")) ||
+      !r.dir) {
+    fprintf(stderr,
+            "usage: ringfull deliver|timeout|stall --stamp DIR [--inject]\n");
     return 2;
   }
   r.timeout_mode = !strcmp(mode, "timeout");
-  const char *t = getenv("GIN_TIMEOUT_MS");
-  r.timeout_ms = t && atoll(t) > 0 ? atoll(t) : 30000;
+  r.stall_mode = !strcmp(mode, "stall");
+  r.timeout_ms = fault_timeout_ms();
   TCHECK(gin_comm_init_from_env(&r.comm, NULL));
   TCHECK(gin_comm_rank(r.comm, &r.rank));
   TCHECK(gin_comm_size(r.comm, &r.nranks));
   TASSERT(r.nranks >= 2 && r.nranks <= MAX_RANKS, "2..%d ranks", MAX_RANKS);
   r.bytes = src_off(r.nranks, BLOCKS, 0);
+  TASSERT(r.bytes >= STALL_BYTES, "the stall puts fit the window");
   TCHECK(gin_mem_alloc(r.bytes, &r.mem));
   TCHECK(gin_mem_alloc(sizeof(int) * BLOCKS, (void **)&r.rc_dev));
   TCHECK(gin_mem_alloc(sizeof(uint64_t) * MAX_RANKS * BLOCKS,
@@ -265,10 +344,12 @@ int main(int argc, char **argv) {
   int rcs[BLOCKS];
   uint64_t sigs[MAX_RANKS * BLOCKS];
   uint64_t t0 = now_ns();
-  gin_result_t krc = run_kernel(&r, MODE_PUT, rcs);
+  gin_result_t krc = r.stall_mode ? GIN_SUCCESS : run_kernel(&r, MODE_PUT, rcs);
   double ms = (double)(now_ns() - t0) / 1e6;
   char path[4200];
-  if (!r.timeout_mode) {
+  if (r.stall_mode) {
+    run_stall(&r);
+  } else if (!r.timeout_mode) {
     if (krc != GIN_SUCCESS)
       FAIL(&r, "launch: %s: %s", gin_strerror(krc), gin_last_error());
     for (int b = 0; b < BLOCKS; b++)
@@ -306,7 +387,9 @@ int main(int argc, char **argv) {
   TCHECK(gin_mem_free(r.mem));
   TCHECK(gin_mem_free(r.rc_dev));
   TCHECK(gin_mem_free(r.sigs_dev));
-  if (!r.fails)
+  if (!r.fails && r.stall_mode)
+    printf("ringfull: rank %d: OK stall\n", r.rank);
+  else if (!r.fails)
     printf("ringfull: rank %d: OK %s: %d producers x %d puts to %d peers "
            "through an 8-slot ring, kernel %.0f ms\n",
            r.rank, mode, BLOCKS, PUTS, r.nranks - 1, ms);

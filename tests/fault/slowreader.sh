@@ -18,34 +18,11 @@ GINRUN=${1:?usage: slowreader.sh ginrun prog nranks target}
 PROG=${2:?}
 N=${3:?}
 TARGET=${4:?}
-command -v pgrep > /dev/null 2>&1 || {
-  echo "SKIP: no pgrep"
-  exit 77
-}
 export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-3000}
+# shellcheck source=SCRIPTDIR/fault_common.sh
+. "$(dirname "$0")/fault_common.sh"
+fault_begin slowreader
 
-TMP=$(mktemp -d)
-MARK="gin_slowreader_marker_$$"
-GPID=
-cleanup() {
-  [ -n "$GPID" ] && kill -KILL "$GPID" 2> /dev/null
-  pids=$(pgrep -f -- "$MARK")
-  if [ -n "$pids" ]; then
-    kill -CONT $pids 2> /dev/null
-    kill -KILL $pids 2> /dev/null
-  fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-FAILS=0
-fail() {
-  echo "FAIL: $*"
-  FAILS=$((FAILS + 1))
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-shm_list() { ls -A /dev/shm 2> /dev/null | sort; }
-
-shm_list > "$TMP/shm.before"
 mkdir "$TMP/st"
 t0=$(now_ms)
 timeout -k 5 120 "$GINRUN" -n "$N" --grace 10 "$PROG" stream --target "$TARGET" \
@@ -108,18 +85,4 @@ while [ $r -lt "$N" ]; do
   r=$((r + 1))
 done
 grep -q "died" "$TMP/out" "$TMP/err" && fail "a rank was said to have died"
-limit=$((4 * GIN_TIMEOUT_MS + 20000))
-[ "$t" -lt "$limit" ] || fail "the job took $t ms (limit $limit ms)"
-sleep 0.2
-if pgrep -f -- "$MARK" > /dev/null; then
-  fail "processes survived: $(pgrep -a -f -- "$MARK")"
-fi
-shm_list > "$TMP/shm.after"
-cmp -s "$TMP/shm.before" "$TMP/shm.after" ||
-  fail "/dev/shm changed: $(diff "$TMP/shm.before" "$TMP/shm.after" | tr '\n' ' ')"
-if [ $FAILS -ne 0 ]; then
-  echo "slowreader: $FAILS failure(s) ($t ms)"
-  exit 1
-fi
-echo "slowreader: passed ($t ms)"
-exit 0
+fault_end slowreader "$t" $((4 * GIN_TIMEOUT_MS + 20000))

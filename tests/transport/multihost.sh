@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Two "hosts" on one machine: two network namespaces joined by a veth pair
-# (10.231.7.1/24 and 10.231.7.2/24, inside the namespaces only), 2 ranks of
-# a program in each, started the way torchrun presents ranks (RANK,
-# WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+# (10.231.7.1/24 and 10.231.7.2/24, inside the namespaces only; set up by
+# tests/netns_common.sh), 2 ranks of a program in each, started the way
+# torchrun presents ranks (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+# MASTER_ADDR, MASTER_PORT).
 # Ranks in one namespace count as one host (direct path); ranks across
 # namespaces reach each other through the tcp transport. The job runs
 # twice: GIN_BACKEND=auto (direct + tcp) and GIN_BACKEND=proxy (ipc + tcp).
@@ -16,54 +17,13 @@ if [ ${#prog[@]} -eq 0 ]; then
   echo "usage: $0 prog [args...]" >&2
   exit 2
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: needs root for ip netns"
-  exit 77
-fi
-if ! command -v ip > /dev/null; then
-  echo "SKIP: no ip command"
-  exit 77
-fi
-
-ns0=gin-h0-$$ ns1=gin-h1-$$
-veth0=gv0-$$ veth1=gv1-$$
-addr0=10.231.7.1 addr1=10.231.7.2
+# shellcheck source=SCRIPTDIR/../netns_common.sh
+. "$(dirname "$0")/../netns_common.sh"
+netns_init h 10.231.7
 tmp=$(mktemp -d)
-pids=()
-
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2> /dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
-  ip netns del "$ns0" 2> /dev/null
-  ip netns del "$ns1" 2> /dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'netns_kill TERM; netns_del; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
-
-if ! ip netns add "$ns0" 2> "$tmp/err" || ! ip netns add "$ns1" 2>> "$tmp/err"
-then
-  echo "SKIP: ip netns add failed: $(cat "$tmp/err")"
-  exit 77
-fi
-setup() {
-  ip link add "$veth0" netns "$ns0" type veth peer name "$veth1" netns "$ns1" &&
-    ip -n "$ns0" addr add "$addr0/24" dev "$veth0" &&
-    ip -n "$ns1" addr add "$addr1/24" dev "$veth1" &&
-    ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up &&
-    ip -n "$ns0" link set "$veth0" up && ip -n "$ns1" link set "$veth1" up
-}
-if ! setup 2> "$tmp/err"; then
-  echo "SKIP: cannot set up the veth pair: $(cat "$tmp/err")"
-  exit 77
-fi
-# Both ends must have a carrier before the job starts (bounded; the
-# bootstrap retries its connections anyway).
-for _ in $(seq 50); do
-  ip -n "$ns0" link show "$veth0" | grep -q LOWER_UP &&
-    ip -n "$ns1" link show "$veth1" | grep -q LOWER_UP && break
-  sleep 0.1
-done
+netns_up
 
 # run_job NAME [VAR=value...]: 4 ranks, 2 per namespace; 0 if all passed.
 run_job() {

@@ -172,6 +172,16 @@ GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
   return (uint64_t)atomicAdd_system((unsigned long long *)p,
                                     (unsigned long long)v);
 }
+/* Atomic add that is both a release of this thread's earlier accesses and
+ * an acquire of those released by earlier adds (GPU scope). */
+GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v) {
+  uint64_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;"
+               : "=l"(old)
+               : "l"(p), "l"(v)
+               : "memory");
+  return old;
+}
 GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
   return atomicCAS_system((unsigned int *)p, expect, v);
 }
@@ -214,6 +224,11 @@ GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   return t;
 }
 GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {}
+/* Whether poll `iter` of a wait also reads the abort words and the clock:
+ * they may sit across PCIe, so every 256 polls, never on the first. */
+GIN_DEVICE_FN int gin_spin_check_due(uint32_t iter) {
+  return (iter & 255) == 255;
+}
 /* A fine-grained per-thread cycle count (SM clock); calibrate against
  * gin_time_ns over a long interval to turn cycles into time. */
 GIN_DEVICE_FN uint64_t gin_cycles(void) { return (uint64_t)clock64(); }
@@ -244,6 +259,9 @@ GIN_DEVICE_FN void gin_or_relaxed_u32(uint32_t *p, uint32_t v) {
 GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
+GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
 GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
   __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQ_REL,
                               __ATOMIC_ACQUIRE);
@@ -271,10 +289,12 @@ GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 GIN_DEVICE_FN uint64_t gin_cycles(void) { return gin_time_ns(); }
+/* Polls of a wait before it starts yielding its core (host target). */
+#define GIN_SPIN_YIELD_AFTER 64
 /* Ranks of the host target are processes that may outnumber the cores:
  * a waiter gives its core away instead of spinning it. */
 GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
-  if (iter >= 64) sched_yield();
+  if (iter >= GIN_SPIN_YIELD_AFTER) sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
   else
     __builtin_ia32_pause();
@@ -282,6 +302,13 @@ GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
   else
     __asm__ volatile("yield");
 #endif
+}
+/* Whether poll `iter` of a wait also reads the abort words and the clock:
+ * every 256 polls while it spins, and every poll once it yields (a poll
+ * costs a scheduler slice then, and on a loaded machine 256 of them took
+ * tens of milliseconds to seconds before an abort was seen). */
+GIN_DEVICE_FN int gin_spin_check_due(uint32_t iter) {
+  return iter >= GIN_SPIN_YIELD_AFTER || (iter & 255) == 255;
 }
 #endif
 

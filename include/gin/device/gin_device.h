@@ -16,8 +16,19 @@
  * records what went wrong (kind, rank, peer, id, values) in the rank's
  * control page, marks the communicator aborted (this rank and its
  * load/store peers), and writes nothing; the host learns the details from
- * gin_comm_get_async_error. Every wait is bounded by GIN_TIMEOUT_MS and
- * returns GIN_ERR_ABORTED as soon as the communicator is aborted.
+ * gin_comm_get_async_error.
+ *
+ * Waits (gin_signal_wait and the other *_wait calls, gin_flush, gin_barrier,
+ * a put waiting for a free ring slot): bounded by GIN_TIMEOUT_MS
+ * (GIN_ERR_TIMEOUT), and GIN_ERR_ABORTED soon after the communicator is
+ * aborted (on the host target within a scheduler slice or two once the
+ * waiter yields its core). A condition met wins: a wait that sees what it
+ * waited for returns GIN_SUCCESS even on an aborted communicator, as a
+ * call that completed does (what it waited for did happen; the abort is
+ * the communicator's, reported by gin_comm_get_async_error and every later
+ * host call); after seeing the abort or the deadline it reads its
+ * condition once more, so only a wait still short then fails. A kernel
+ * whose waits keep succeeding asks gin_aborted() to stop early.
  *
  * Argument checks (peer, window, offsets, signal/counter ids, context) are
  * on by default; build with -DGIN_DEVICE_CHECKS=OFF to compile them out.
@@ -80,7 +91,11 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                              int peer, gin_remote_t remote, gin_coop_t coop);
 
 /* Returns once the sources of every put this coop issued on ctx are
- * reusable. This is not remote completion. */
+ * reusable. This is not remote completion. An operation the proxy
+ * refuses or cannot deliver is consumed all the same (dropped; its
+ * source is not read again): the proxy publishes that before it aborts
+ * the communicator with its reason, so a flush waiting for it returns
+ * GIN_SUCCESS. */
 GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop);
 
 /* Signals (this rank's): read, bounded wait until value >= least (rolling

@@ -91,7 +91,9 @@ enum {
   GIN_DEVERR_BAD_DESC,      /* the proxy rejected a descriptor */
   GIN_DEVERR_TRANSPORT,     /* the transport failed an operation */
   GIN_DEVERR_EP_ROUTING,    /* EP: an expert id out of range or repeated */
-  GIN_DEVERR_PEER_DEAD      /* a rank died (host-side record, `peer`) */
+  GIN_DEVERR_PEER_DEAD,     /* a rank died (host-side record, `peer`) */
+  /* the transport had no room for a whole timeout (host-side, `peer`) */
+  GIN_DEVERR_TIMEOUT_TRANSPORT
 };
 
 /* First error a rank's kernels hit, for the host to report. Lives in the

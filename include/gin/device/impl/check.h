@@ -173,7 +173,10 @@ GIN_DEVICE_FN uint64_t gin_dev_read2_(const uint64_t *p, const uint64_t *q) {
 }
 
 /* Bounded wait until *p (+ *q where q is not NULL) reaches `least` under a
- * rolling comparison of `bits` bits. */
+ * rolling comparison of `bits` bits. A condition met wins: GIN_SUCCESS
+ * once the value is seen there, also on an aborted communicator; the
+ * abort (GIN_ERR_ABORTED) and the timeout end the wait only if the value
+ * read after them is still short (gin_device.h, "Waits"). */
 GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
                                 const uint64_t *q, uint64_t least, int bits,
                                 int kind, int64_t id, int64_t peer) {
@@ -181,19 +184,26 @@ GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
   for (uint32_t iter = 0;; iter++) {
     uint64_t v = gin_dev_read2_(p, q);
     if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
-    /* The abort word may sit across PCIe: read it (and the clock) only
-     * every 256 polls, never on the first; the timeout counts from the
-     * first such check (a wait that ends sooner never reads the clock). */
-    if ((iter & 255) == 255) {
+    /* The abort words and the clock, when the target says (every 256
+     * polls on the GPU, every poll once a host-target waiter yields); the
+     * timeout counts from the first such check (a wait that ends sooner
+     * never reads the clock). */
+    if (gin_spin_check_due(iter)) {
       uint64_t now = gin_time_ns();
       if (t0 == 0) t0 = now;
-      if (gin_load_acquire_u32(&dc->ctrl->abort) |
-          gin_load_acquire_u32(&dc->ctrl->habort))
-        return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, peer, id,
-                             least, v, (uint64_t)kind, 0);
-      if (now - t0 > dc->timeout_ns)
+      int aborted = (gin_load_acquire_u32(&dc->ctrl->abort) |
+                     gin_load_acquire_u32(&dc->ctrl->habort)) != 0;
+      if (aborted || now - t0 > dc->timeout_ns) {
+        /* What arrived before the abort was seen still counts (the
+         * proxy publishes what it consumed before it aborts). */
+        v = gin_dev_read2_(p, q);
+        if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
+        if (aborted)
+          return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, peer,
+                               id, least, v, (uint64_t)kind, 0);
         return gin_dev_fail_(dc, GIN_ERR_TIMEOUT, kind, peer, id, least, v,
                              now - t0, 0);
+      }
     }
     gin_spin_pause(iter);
   }

@@ -1,0 +1,71 @@
+# shellcheck shell=sh
+# Shared by the fault scripts that run a job under ginrun (fault.sh,
+# slowreader.sh; POSIX sh, sourced): a marker that every process of the
+# job carries on its command line, failure counting, and the checks every
+# such test ends with.
+#
+#   fault_begin NAME   exits 77 (skip) without pgrep or timeout; sets TMP (a
+#                      fresh directory), MARK (gin_NAME_marker_PID) and
+#                      FAILS=0; on exit kills the background job GPID (if
+#                      set) and every marked process (continued first:
+#                      some may be stopped), then removes TMP; lists
+#                      /dev/shm into TMP/shm.before
+#   fail MSG           prints FAIL: MSG and counts it
+#   now_ms             wall time in milliseconds
+#   fault_end WHAT T LIMIT  the end: the job took T ms, less than LIMIT; no
+#                      marked process is left; /dev/shm is as before.
+#                      Prints "WHAT: passed (T ms)" and exits 0, or "WHAT:
+#                      N failure(s) (T ms)" and exits 1
+
+fault_begin() {
+  command -v pgrep > /dev/null 2>&1 || {
+    echo "SKIP: no pgrep"
+    exit 77
+  }
+  command -v timeout > /dev/null 2>&1 || {
+    echo "SKIP: no timeout"
+    exit 77
+  }
+  TMP=$(mktemp -d)
+  MARK="gin_$1_marker_$$"
+  FAILS=0
+  GPID=
+  trap 'fault_cleanup_' EXIT
+  fault_shm_ > "$TMP/shm.before"
+}
+
+fault_cleanup_() {
+  [ -n "$GPID" ] && kill -KILL "$GPID" 2> /dev/null
+  pids=$(pgrep -f -- "$MARK")
+  if [ -n "$pids" ]; then
+    kill -CONT $pids 2> /dev/null
+    kill -KILL $pids 2> /dev/null
+  fi
+  rm -rf "$TMP"
+}
+
+fail() {
+  echo "FAIL: $*"
+  FAILS=$((FAILS + 1))
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+fault_shm_() { ls -A /dev/shm 2> /dev/null | sort; }
+
+fault_end() {
+  [ "$2" -lt "$3" ] || fail "the job took $2 ms (limit $3 ms)"
+  sleep 0.2
+  if pgrep -f -- "$MARK" > /dev/null; then
+    fail "processes survived: $(pgrep -a -f -- "$MARK")"
+  fi
+  fault_shm_ > "$TMP/shm.after"
+  cmp -s "$TMP/shm.before" "$TMP/shm.after" ||
+    fail "/dev/shm changed: $(diff "$TMP/shm.before" "$TMP/shm.after" | tr '\n' ' ')"
+  if [ "$FAILS" -ne 0 ]; then
+    echo "$1: $FAILS failure(s) ($2 ms)"
+    exit 1
+  fi
+  echo "$1: passed ($2 ms)"
+  exit 0
+}
