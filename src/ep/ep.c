@@ -21,7 +21,9 @@ struct gin_ep {
   gin_ep_recv_t r;
   int32_t *src_k;
   void *outputs;     /* one allocation behind r's arrays and src_k */
-  uint64_t *scratch; /* [E + 1] dispatch counters, zero between launches */
+  uint64_t *scratch; /* [E + 1 + L] dispatch counters, zero between
+                        launches */
+  int near;          /* ranks on this rank's device, itself included */
   int set_next;      /* buffer set of the next dispatch */
   int set_cur;       /* buffer set of the last completed dispatch, -1 none */
   int last_T;
@@ -92,7 +94,7 @@ static size_t outputs_bytes(const gin_ep_geom_t *g, size_t *offs) {
       slots * 4,
       (size_t)g->L * 4,
       (size_t)g->L * g->R * 2 * 4,
-      ((size_t)g->E + 1) * 8};
+      ((size_t)g->E + 1 + (size_t)g->L) * 8};
   for (int i = 0; i < EP_NARRAYS; i++) {
     offs[i] = off;
     off = align_up(off + sizes[i], 256);
@@ -199,8 +201,12 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->r.count = (int32_t *)(o + offs[5]);
   ep->r.layout = (int32_t *)(o + offs[6]);
   ep->scratch = (uint64_t *)(o + offs[7]);
-  GIN_CHECK_GOTO(gin_mem_set(ep->scratch, 0, ((size_t)g.E + 1) * 8), res,
+  GIN_CHECK_GOTO(gin_mem_set(ep->scratch, 0, ((size_t)g.E + 1 + g.L) * 8), res,
                  free_outputs);
+  for (int i = 0; i < comm->nranks; i++)
+    ep->near += gin_arch_same_device(&comm->peers[comm->rank].dev,
+                                     &comm->peers[i].dev) != 0;
+  if (ep->near < 1) ep->near = 1;
   ep->r.local_experts = g.L;
   ep->r.ranks = g.R;
   ep->r.slots_per_expert = g.R * g.M;
@@ -247,6 +253,7 @@ static void args_make(gin_ep_t ep, int set, int T, gin_ep_args_t *a) {
   a->r = ep->r;
   a->src_k = ep->src_k;
   a->scratch = ep->scratch;
+  a->near = ep->near;
 }
 
 gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,

@@ -13,8 +13,8 @@
  * A token's slot at an expert is the number of earlier tokens of its
  * rank routed there, so arrivals sit in token order.
  * Signals: dispatch (set, local expert, source) at the expert's rank,
- * added count + 1 after the tokens; combine (set) at the token's rank,
- * incremented by every returning token.
+ * added count + 1 after the tokens; combine (set, token) at the token's
+ * rank, incremented by each of its returning top-k slots.
  */
 #ifndef GIN_EP_INTERNAL_H
 #define GIN_EP_INTERNAL_H
@@ -36,6 +36,8 @@ typedef struct gin_ep_args {
   gin_window_t win;
   gin_ep_geom_t g;
   int set, T;
+  int split;  /* dispatch receive: units per local expert (launcher's) */
+  int near;   /* ranks sharing this rank's device, itself included */
   char *base; /* this rank's window (device view) */
   const uint16_t *x;
   const int32_t *topk;
@@ -44,8 +46,9 @@ typedef struct gin_ep_args {
   uint16_t *out;
   gin_ep_recv_t r;   /* output arrays */
   int32_t *src_k;    /* [L][R * M] top-k slot of each received token */
-  uint64_t *scratch; /* [E] tokens per expert, then warps done: dispatch
-                        send only, zero between launches */
+  uint64_t *scratch; /* [E] tokens per expert, then blocks done (dispatch
+                        send), then [L] units done per local expert
+                        (dispatch receive); zero between launches */
 } gin_ep_args_t;
 
 #ifdef __cplusplus
@@ -91,11 +94,11 @@ GIN_HD_FN size_t gin_ep_crecv_off(const gin_ep_geom_t *g, int set, int t,
 GIN_HD_FN int gin_ep_dsig(const gin_ep_geom_t *g, int set, int le, int src) {
   return (set * g->L + le) * g->R + src;
 }
-GIN_HD_FN int gin_ep_csig(const gin_ep_geom_t *g, int set) {
-  return 2 * g->L * g->R + set;
+GIN_HD_FN int gin_ep_csig(const gin_ep_geom_t *g, int set, int t) {
+  return 2 * g->L * g->R + set * g->M + t;
 }
 GIN_HD_FN int gin_ep_nsignals(const gin_ep_geom_t *g) {
-  return 2 * g->L * g->R + 2;
+  return 2 * g->L * g->R + 2 * g->M;
 }
 
 #endif

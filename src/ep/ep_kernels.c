@@ -132,37 +132,43 @@ GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
   if (ep_lane() == 0) gin_store_release_u64(done, 0);
 }
 
-/* Receive phase: block b owns local experts b, b + grid, ...; its threads
- * wait for the sources' counts (thread r for source r), then its warps
- * copy the tokens into the outputs, sources in rank order. */
+/* Receive phase: the work of local expert le is split into args.split
+ * units (le, u), unit i = le * split + u; block b takes units b, b + grid,
+ * ... Every unit waits for the sources' counts (thread r for source r,
+ * without moving the shadows), reads them all, and its warps copy tokens
+ * u, u + split, ... (in warp strides) of every source into the outputs,
+ * sources in rank order; unit 0 writes the layout and the count. The last
+ * unit of an expert to finish (counted in scratch[E + 1 + le]) moves the
+ * shadows past this dispatch, once nobody reads them any more. */
 GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
   int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP;
-  int lane = ep_lane(), nl = gin_coop_size(EP_WARP);
-  for (int le = gin_block_idx(); le < g->L; le += gin_grid_dim()) {
+  int lane = ep_lane(), nl = gin_coop_size(EP_WARP), split = args.split;
+  int wstride = ep_warps_per_block() * split;
+  for (int unit = gin_block_idx(); unit < g->L * split;
+       unit += gin_grid_dim()) {
+    int le = unit / split, u = unit % split;
     int32_t *lay = args.r.layout + (size_t)le * (size_t)g->R * 2;
     int rc = GIN_SUCCESS;
     for (int r = gin_thread_idx(); r < g->R && rc == GIN_SUCCESS;
          r += gin_block_dim()) {
-      uint64_t delta = 0;
-      rc = gin_signal_wait_follow_shadow(dc, gin_ep_dsig(g, args.set, le, r), 1,
-                                         NULL, &delta, GIN_COOP_THREAD);
-      lay[2 * r + 1] = (int32_t)delta - 1;
+      int sig = gin_ep_dsig(g, args.set, le, r);
+      rc = gin_signal_wait(dc, sig, gin_signal_shadow(dc, sig) + 1,
+                           GIN_COOP_THREAD);
     }
     if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
-    if (gin_thread_idx() == 0) {
-      int off = 0;
-      for (int r = 0; r < g->R; r++) {
-        lay[2 * r] = off;
-        off += lay[2 * r + 1];
-      }
-      args.r.count[le] = off;
-    }
-    gin_coop_sync(GIN_COOP_BLOCK);
+    int off = 0;
     for (int r = 0; r < g->R; r++) {
-      int off = lay[2 * r], cnt = lay[2 * r + 1];
-      for (int j = ep_warp_in_block(); j < cnt; j += ep_warps_per_block()) {
+      int sig = gin_ep_dsig(g, args.set, le, r);
+      int cnt =
+          (int)(gin_signal_read(dc, sig) - gin_signal_shadow(dc, sig) - 1);
+      if (u == 0 && gin_thread_idx() == 0) {
+        lay[2 * r] = off;
+        lay[2 * r + 1] = cnt;
+      }
+      for (int j = u * ep_warps_per_block() + ep_warp_in_block(); j < cnt;
+           j += wstride) {
         const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
         size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
         const char *p = m + GIN_EP_HEADER;
@@ -183,8 +189,24 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
           args.r.src_rank[slot] = r;
         }
       }
+      off += cnt;
     }
-    gin_coop_sync(GIN_COOP_BLOCK); /* layout read before the next expert */
+    if (u == 0 && gin_thread_idx() == 0) args.r.count[le] = off;
+    gin_coop_sync(GIN_COOP_BLOCK); /* every thread read the shadows */
+    if (gin_thread_idx() == 0) {
+      /* Releases this unit's reads of the shadows; the last unit acquires
+       * every other unit's before it moves them. */
+      uint64_t *done = &args.scratch[g->E + 1 + le];
+      if (gin_fetch_add_acq_rel_gpu_u64(done, 1) + 1 == (uint64_t)split) {
+        for (int r = 0; r < g->R; r++) {
+          int sig = gin_ep_dsig(g, args.set, le, r);
+          gin_signal_shadow_add(
+              dc, sig, gin_signal_read(dc, sig) - gin_signal_shadow(dc, sig),
+              GIN_COOP_THREAD);
+        }
+        gin_store_release_u64(done, 0);
+      }
+    }
   }
 }
 
@@ -209,7 +231,7 @@ GIN_KERNEL(k_ep_combine_send, gin_ep_args_t) {
       int ctx = r % dc->nctx, path = gin_dev_path_(dc, r);
       const char *row = (const char *)(args.y + s * (size_t)g->H);
       size_t coff = gin_ep_crecv_off(g, args.set, t, k);
-      gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, args.set));
+      gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, args.set, t));
       int rc;
       if (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF) {
         char *p = (char *)gin_window_peer_ptr(dc, args.win, world, r, coff);
@@ -227,27 +249,27 @@ GIN_KERNEL(k_ep_combine_send, gin_ep_args_t) {
   }
 }
 
-/* Combine, receive side, part 1 (one block): waits until every routed
- * (token, k) of this rank came back. */
-GIN_KERNEL(k_ep_combine_wait, gin_ep_args_t) {
-  const gin_ep_geom_t *g = &args.g;
-  if (gin_thread_idx() != 0) return;
-  int expected = 0;
-  for (int i = 0; i < args.T * g->K; i++)
-    expected += args.topk[i] >= 0;
-  gin_signal_wait_follow_shadow(&args.dc, gin_ep_csig(g, args.set),
-                                (uint64_t)expected, NULL, NULL,
-                                GIN_COOP_THREAD);
-}
-
-/* Part 2: out[t] = sum over routed k of weight * expert output (fp32,
- * k in order), one token per block. */
-GIN_KERNEL(k_ep_combine_reduce, gin_ep_args_t) {
+/* Receive phase of combine: block b takes tokens b, b + grid, ...; for
+ * each, one thread waits until every routed top-k slot of the token came
+ * back (the token's own signal), then out[t] = sum over routed k of
+ * weight * expert output (fp32, k in order). */
+GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   for (int t = gin_block_idx(); t < args.T; t += gin_grid_dim()) {
     const int32_t *idx = args.topk + (size_t)t * (size_t)g->K;
     const float *w = args.weights + (size_t)t * (size_t)g->K;
     uint16_t *out = args.out + (size_t)t * (size_t)g->H;
+    int rc = GIN_SUCCESS;
+    if (gin_thread_idx() == 0) {
+      int routed = 0;
+      for (int k = 0; k < g->K; k++)
+        routed += idx[k] >= 0;
+      if (routed)
+        rc = gin_signal_wait_follow_shadow(
+            &args.dc, gin_ep_csig(g, args.set, t), (uint64_t)routed, NULL, NULL,
+            GIN_COOP_THREAD);
+    }
+    if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
     /* Eight channels a thread at a time (16-byte loads and stores) where
      * the rows allow; the sums are the same, channel by channel. */
     int nv = g->H % 8 == 0 && ((uintptr_t)out & 15) == 0 ? g->H / 8 : 0;
@@ -282,16 +304,47 @@ GIN_KERNEL(k_ep_combine_reduce, gin_ep_args_t) {
 
 /* ------------------------------------------------------------ launch */
 
-static int ep_grid(int want) {
+/* The most blocks an EP kernel launches. */
+static int ep_grid_most(void) {
 #if GIN_ARCH_CUDA
   int dev = 0, sms = 132;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  int most = 2 * sms;
+  return 2 * sms;
 #else
-  int most = 8; /* blocks are CPU threads on the host target */
+  return 8;            /* blocks are CPU threads on the host target */
 #endif
+}
+
+static int ep_grid(int want) {
+  int most = ep_grid_most();
   return want < 1 ? 1 : want < most ? want : most;
+}
+
+/* Blocks of the two kernels that wait on peers (dispatch receive,
+ * combine receive) that fit on one SM at once (cuda; set when the kernels
+ * are loaded). */
+enum { EP_WAIT_DISPATCH = 0, EP_WAIT_COMBINE = 1 };
+#if GIN_ARCH_CUDA
+static int ep_wait_occupancy[2] = {1, 1};
+#endif
+
+/* The most blocks waiting kernel k may launch when `near` ranks share the
+ * device. Every block of it may spin on peers, and a spinning block holds
+ * its SM slot: if the ranks' waiting blocks filled the device, the kernels
+ * they wait for (other ranks' sends, the proxy's copies) would never
+ * start. So each of the near ranks gets 3/4 of the room for k divided by
+ * their number; whatever mix of waiting kernels runs, a quarter of every
+ * SM's registers and threads stays free. */
+static int ep_wait_budget(int k, int near) {
+#if GIN_ARCH_CUDA
+  int b = 3 * ep_wait_occupancy[k] * (ep_grid_most() / 2) /
+          (4 * (near > 0 ? near : 1));
+  return b < 1 ? 1 : b;
+#else
+  (void)k, (void)near; /* blocks are CPU threads: the OS runs every one */
+  return ep_grid_most();
+#endif
 }
 
 /* Blocks of EP_THREADS for n warps (host target: n blocks). */
@@ -323,8 +376,7 @@ gin_result_t gin_ep_kernels_load(const char **why) {
    * create time, the launches never load anything. */
   const void *k[] = {
       (const void *)k_ep_dispatch_send, (const void *)k_ep_dispatch_recv,
-      (const void *)k_ep_combine_send, (const void *)k_ep_combine_wait,
-      (const void *)k_ep_combine_reduce};
+      (const void *)k_ep_combine_send, (const void *)k_ep_combine_recv};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
     struct cudaFuncAttributes attr;
     cudaError_t e = cudaFuncGetAttributes(&attr, k[i]);
@@ -332,6 +384,18 @@ gin_result_t gin_ep_kernels_load(const char **why) {
       *why = cudaGetErrorString(e);
       return GIN_ERR_CUDA;
     }
+  }
+  const void *wait[2] = {(const void *)k_ep_dispatch_recv,
+                         (const void *)k_ep_combine_recv};
+  for (int i = 0; i < 2; i++) {
+    int n = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &n, wait[i], EP_THREADS, 0);
+    if (e != cudaSuccess) {
+      *why = cudaGetErrorString(e);
+      return GIN_ERR_CUDA;
+    }
+    ep_wait_occupancy[i] = n > 0 ? n : 1;
   }
 #endif
   *why = "";
@@ -345,8 +409,16 @@ gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream) {
 }
 
 gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream) {
-  return gin_launch(k_ep_dispatch_recv, ep_grid(a->g.L), EP_THREADS,
-                    EP_STREAM(stream), a);
+  /* Every block waits. Within the budget few local experts get several
+   * blocks each; past it an expert's work is cut in four, so that blocks
+   * taking more than one unit leave a short tail. */
+  gin_ep_args_t b = *a;
+  int budget = ep_wait_budget(EP_WAIT_DISPATCH, a->near), L = a->g.L;
+  b.split = L <= budget ? budget / (L > 0 ? L : 1) : 4;
+  int units = L * b.split;
+  return gin_launch(k_ep_dispatch_recv,
+                    ep_grid(units < budget ? units : budget), EP_THREADS,
+                    EP_STREAM(stream), &b);
 }
 
 gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream) {
@@ -358,11 +430,10 @@ gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream) {
 }
 
 gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream) {
-  gin_result_t res =
-      gin_launch(k_ep_combine_wait, 1, EP_THREADS, EP_STREAM(stream), a);
-  if (res != GIN_SUCCESS || a->T == 0) return res;
-  return gin_launch(k_ep_combine_reduce, ep_grid(a->T), EP_THREADS,
-                    EP_STREAM(stream), a);
+  if (a->T == 0) return GIN_SUCCESS; /* nothing was routed, nothing comes */
+  int budget = ep_wait_budget(EP_WAIT_COMBINE, a->near);
+  return gin_launch(k_ep_combine_recv, ep_grid(a->T < budget ? a->T : budget),
+                    EP_THREADS, EP_STREAM(stream), a);
 }
 
 #ifdef __cplusplus

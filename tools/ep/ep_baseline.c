@@ -360,7 +360,7 @@ GIN_KERNEL(k_bl_cpack, bl_args_t) {
 }
 
 /* Reduce, one token per block: out[t][c] = bf16(sum over routed k in
- * order of w * y), fp32 from 0.0f as gin EP's k_ep_combine_reduce. Rows
+ * order of w * y), fp32 from 0.0f as gin EP's k_ep_combine_recv. Rows
  * of other ranks' experts are in crecv at the message's staging index;
  * this rank's own are read from y in place. */
 GIN_KERNEL(k_bl_reduce, bl_args_t) {
