@@ -149,6 +149,15 @@ GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
   asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+/* A load that sees other agents' latest writes but orders nothing: what a
+ * poll loop reads (an acquire load also invalidates the SM's L1, which
+ * every other block on that SM then pays for); the poll ends with one
+ * acquire load. */
+GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
 GIN_DEVICE_FN void gin_store_release_u64(uint64_t *p, uint64_t v) {
   asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
@@ -158,12 +167,14 @@ GIN_DEVICE_FN void gin_store_release_u32(volatile uint32_t *p, uint32_t v) {
 /* Atomic add that orders this thread's earlier writes (and those it has
  * observed) before it, at system scope. */
 GIN_DEVICE_FN void gin_add_release_u64(uint64_t *p, uint64_t v) {
-  asm volatile("red.release.sys.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
 }
 /* The same ordering for observers on this GPU only (cheaper: no
  * system-wide barrier). */
 GIN_DEVICE_FN void gin_add_release_gpu_u64(uint64_t *p, uint64_t v) {
-  asm volatile("red.release.gpu.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
 }
 GIN_DEVICE_FN void gin_or_relaxed_u32(uint32_t *p, uint32_t v) {
   asm volatile("red.relaxed.sys.or.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -261,6 +272,9 @@ GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
 }
 GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
   __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQ_REL,

@@ -102,12 +102,7 @@ GIN_DEVICE_FN int gin_dev_near_(const gin_devcomm_t *dc, int w) {
 /* Rank w's signal array (by value for the first GIN_INLINE_PEERS; the
  * unrolled select keeps every parameter offset constant). */
 GIN_DEVICE_FN uint64_t *gin_dev_peer_sig_(const gin_devcomm_t *dc, int w) {
-  if (w < GIN_INLINE_PEERS) {
-    uint64_t *p = NULL;
-    for (int i = 0; i < GIN_INLINE_PEERS; i++)
-      if (i == w) p = dc->peer_sig_inline[i];
-    return p;
-  }
+  if (w < GIN_INLINE_PEERS) return dc->peer_sig_inline[w];
   return (uint64_t *)gin_ro_ptr((void *const *)&dc->peer_signals[w]);
 }
 
@@ -171,6 +166,12 @@ GIN_DEVICE_FN uint64_t gin_dev_read2_(const uint64_t *p, const uint64_t *q) {
   if (q) v += gin_load_acquire_u64(q);
   return v;
 }
+/* The same without ordering (the polls of a wait after its first). */
+GIN_DEVICE_FN uint64_t gin_dev_peek2_(const uint64_t *p, const uint64_t *q) {
+  uint64_t v = gin_load_relaxed_u64(p);
+  if (q) v += gin_load_relaxed_u64(q);
+  return v;
+}
 
 /* Bounded wait until *p (+ *q where q is not NULL) reaches `least` under a
  * rolling comparison of `bits` bits. A condition met wins: GIN_SUCCESS
@@ -182,8 +183,14 @@ GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
                                 int kind, int64_t id, int64_t peer) {
   uint64_t t0 = 0;
   for (uint32_t iter = 0;; iter++) {
-    uint64_t v = gin_dev_read2_(p, q);
-    if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
+    /* The first poll orders what follows; later ones only look, and the
+     * one that sees the value is followed by an ordering read (the values
+     * only grow, so it sees at least as much). */
+    uint64_t v = iter == 0 ? gin_dev_read2_(p, q) : gin_dev_peek2_(p, q);
+    if (gin_rolling_ge(v, least, bits)) {
+      if (iter != 0) gin_dev_read2_(p, q);
+      return GIN_SUCCESS;
+    }
     /* The abort words and the clock, when the target says (every 256
      * polls on the GPU, every poll once a host-target waiter yields); the
      * timeout counts from the first such check (a wait that ends sooner
