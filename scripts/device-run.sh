@@ -83,28 +83,34 @@ ep_runs() {
   run ep_bench_8_proxy env GIN_BACKEND=proxy $R -n 8 --timeout 280 $B -n 10 -w 2 --no-baseline --csv $OUT/ep_bench_8_proxy.csv
   run ep_memcheck_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
 }
-# MODE=epx: the EP kernels with per-token combine signals and a bounded
-# number of waiting blocks, timed phase by phase; EP over the proxy; the
-# proxy's copy floors (batched small copies into a peer's mapping) and ipc
-# bandwidth; memcheck and racecheck.
+# MODE=epx: the EP suite on every path, memcheck, and the EP benchmark at
+# 2 / 4 / 8 ranks (phases timed one by one). Short timeouts: a broken
+# kernel costs seconds, not minutes.
 if [ "${MODE:-all}" = epx ]; then
-  export GIN_TIMEOUT_MS=15000
-  E=build-dev/tests/ep; B=build-dev/gin_ep_bench_cuda; P=build-dev/gin_perf_cuda
-  for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 60 $E/test_ep_cuda; done
-  run px_test_ep_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 $E/test_ep_cuda
-  run px_test_ep_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $E/test_ep_cuda
-  run px_test_ep_4 env GIN_BACKEND=proxy $R -n 4 --timeout 60 $E/test_ep_cuda
-  export GIN_TIMEOUT_MS=30000
-  run ep_bench_2 $R -n 2 --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_2.csv
-  run ep_bench_4 $R -n 4 --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_4.csv
-  run ep_bench_8 $R -n 8 --timeout 90 $B -n 50 -w 5 --csv $OUT/ep_bench_8.csv
-  run ep_bench_8_bf16 $R -n 8 --timeout 90 $B --bf16 -n 50 -w 5 --csv $OUT/ep_bench_8_bf16.csv
-  run px_ep_bench_2 env GIN_BACKEND=proxy $R -n 2 --timeout 60 $B -n 5 -w 1 --no-baseline --csv $OUT/px_ep_bench_2.csv
-  pf floors $R -n 2 --timeout 60 $P pingpong --floors -b 8 -e 65536 -f 8 -n 1000 -w 100
-  pf proxy_ipc_bw GIN_BACKEND=proxy $R -n 2 --timeout 60 $P bw -b 1048576 -e 16777216 -f 4
-  run conformance_2 $R -n 2 --timeout 60 $T/conformance_cuda
-  run ep_memcheck_4 $R -n 4 --timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
-  run ep_racecheck_2 $R -n 2 --timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $E/test_ep_cuda
+  export GIN_TIMEOUT_MS=5000
+  E=build-dev/tests/ep; B=build-dev/gin_ep_bench_cuda
+  for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 30 $E/test_ep_cuda; done
+  run px_test_ep_4 env GIN_BACKEND=proxy $R -n 4 --timeout 30 $E/test_ep_cuda
+  run px_test_ep_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 30 $E/test_ep_cuda
+  run ep_badinput_3 $R -n 3 --timeout 30 $E/test_ep_badinput_cuda
+  run ep_memcheck_4 $R -n 4 --timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
+  export GIN_TIMEOUT_MS=20000
+  for n in 2 4 8; do run ep_bench_$n $R -n $n --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_$n.csv; done
+  run ep_bench_8_bf16 $R -n 8 --timeout 60 $B --bf16 -n 50 -w 5 --csv $OUT/ep_bench_8_bf16.csv
+  finish
+fi
+
+# MODE=ncu: Nsight Compute on the EP send kernels, one rank (nothing to
+# wait for, so kernel replay works; the same bytes as a rank of a 2-rank
+# run), no MPS: where their time goes (stall reasons, memory, occupancy).
+if [ "${MODE:-all}" = ncu ]; then
+  echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1
+  export GIN_TIMEOUT_MS=120000
+  run ncu_ep_send timeout 240 ncu --target-processes all \
+    --kernel-name regex:"k_ep_(dispatch|combine)_send" --launch-skip 6 --launch-count 2 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section Occupancy --section MemoryWorkloadAnalysis --section SourceCounters \
+    $R -n 1 --timeout 200 build-dev/gin_ep_bench_cuda -n 3 -w 1 --no-baseline
   finish
 fi
 
