@@ -481,6 +481,8 @@ static const char *dev_kind_name(int64_t kind) {
   case GIN_DEVERR_TIMEOUT_SIGNAL: return "signal";
   case GIN_DEVERR_TIMEOUT_COUNTER: return "counter";
   case GIN_DEVERR_TIMEOUT_BARRIER: return "barrier slot";
+  case GIN_DEVERR_TIMEOUT_RING: return "a free ring slot of context";
+  case GIN_DEVERR_TIMEOUT_FLUSH: return "the proxy (flush) of context";
   default: return "object";
   }
 }
