@@ -63,6 +63,22 @@ static inline void test_require_device(void) {
 static inline void test_require_device(void) {}
 #endif
 
+/* The world communicator from the environment, its rank and size; skips
+ * (exit 77, after destroying it) when fewer than min_ranks. */
+static inline gin_comm_t test_world_init(int *rank, int *nranks,
+                                         int min_ranks) {
+  gin_comm_t world;
+  TCHECK(gin_comm_init_from_env(&world, NULL));
+  TCHECK(gin_comm_rank(world, rank));
+  TCHECK(gin_comm_size(world, nranks));
+  if (*nranks < min_ranks) {
+    printf("SKIP: needs %d ranks\n", min_ranks);
+    gin_comm_destroy(world);
+    exit(TEST_SKIP);
+  }
+  return world;
+}
+
 /* Threads per block for a coop kind on this target. */
 static inline int test_block_threads(gin_coop_t coop) {
 #if GIN_ARCH_CUDA

@@ -352,16 +352,8 @@ static int host_cases(gin_comm_t world, int rank, int nranks) {
 
 int main(void) {
   test_require_device();
-  gin_comm_t world;
   int rank, nranks;
-  TCHECK(gin_comm_init_from_env(&world, NULL));
-  TCHECK(gin_comm_rank(world, &rank));
-  TCHECK(gin_comm_size(world, &nranks));
-  if (nranks < 2) {
-    printf("SKIP: needs 2 ranks\n");
-    gin_comm_destroy(world);
-    return TEST_SKIP;
-  }
+  gin_comm_t world = test_world_init(&rank, &nranks, 2);
   int total = 0;
   int f = host_cases(world, rank, nranks);
   if (rank == 0)

@@ -531,14 +531,7 @@ static int run_case(ctx_t *t, const bad_case_t *k) {
 int main(void) {
   ctx_t t;
   memset(&t, 0, sizeof t);
-  TCHECK(gin_comm_init_from_env(&t.world, NULL));
-  TCHECK(gin_comm_rank(t.world, &t.rank));
-  TCHECK(gin_comm_size(t.world, &t.nranks));
-  if (t.nranks < 2) {
-    printf("SKIP: needs 2 ranks\n");
-    gin_comm_destroy(t.world);
-    return TEST_SKIP;
-  }
+  t.world = test_world_init(&t.rank, &t.nranks, 2);
   t.cfg = ep_config(t.nranks, EP_TOKENS, EP_HIDDEN, 0);
   int *all = (int *)calloc((size_t)t.nranks, sizeof(int));
   int failed = 0, ncases = 0;
