@@ -582,6 +582,12 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                                                        : GIN_ERR_TIMEOUT,
                      "rank %d: %s", r, c->proxy_msg);
   case GIN_DEVERR_EP_ROUTING:
+    if (a1 == 2)
+      return GIN_ERROR(GIN_ERR_REMOTE,
+                       "rank %d: EP dispatch receive: rank %lld announced %lld "
+                       "tokens for local expert %llu, outside [0, max_tokens "
+                       "%llu]; nothing was copied",
+                       r, peer, id, exp, a0);
     if (a1 == 0)
       return GIN_ERROR(GIN_ERR_INVALID,
                        "rank %d: EP dispatch: topk_idx[%lld][%llu] = %lld is "

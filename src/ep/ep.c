@@ -75,9 +75,9 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
   off = align_up(off + 2 * (size_t)g->M * g->K * g->H * 2, 256);
   g->win_bytes = off;
   GIN_ARG_CHECK(gin_ep_nsignals(g) <= (1 << 20),
-                "gin_ep: %d local experts x %d ranks need more than 2^20 "
-                "signals",
-                g->L, g->R);
+                "gin_ep: 2 x (%d local experts x %d ranks + %d max_tokens) "
+                "signals are more than 2^20",
+                g->L, g->R, g->M);
   return GIN_SUCCESS;
 }
 
@@ -185,7 +185,7 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   gin_devcomm_reqs_t reqs;
   memset(&reqs, 0, sizeof reqs);
   reqs.contexts = comm->nranks < 8 ? comm->nranks : 8;
-  reqs.signals = gin_ep_nsignals(&g);
+  reqs.signals = (int)gin_ep_nsignals(&g); /* <= 2^20, checked */
   reqs.counters = 1;
   reqs.barriers = 1;
   GIN_CHECK_GOTO(gin_devcomm_create(comm, &reqs, &ep->dc), res, deregister);

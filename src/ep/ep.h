@@ -97,8 +97,8 @@ GIN_HD_FN int gin_ep_dsig(const gin_ep_geom_t *g, int set, int le, int src) {
 GIN_HD_FN int gin_ep_csig(const gin_ep_geom_t *g, int set, int t) {
   return 2 * g->L * g->R + set * g->M + t;
 }
-GIN_HD_FN int gin_ep_nsignals(const gin_ep_geom_t *g) {
-  return 2 * g->L * g->R + 2 * g->M;
+GIN_HD_FN int64_t gin_ep_nsignals(const gin_ep_geom_t *g) {
+  return 2 * (int64_t)g->L * g->R + 2 * (int64_t)g->M;
 }
 
 #endif

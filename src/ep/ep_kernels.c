@@ -1,8 +1,10 @@
 /*
  * EP kernels, written once: built as C for the host target (a block is a
- * CPU thread) and as CUDA for the cuda target. Every block works on whole
- * experts (dispatch), whole (expert, source) lists (combine) or whole
- * tokens (reduce), so no block waits for another except through signals.
+ * CPU thread) and as CUDA for the cuda target. Blocks work on whole tokens
+ * (dispatch send, combine receive), units of an expert (dispatch receive)
+ * or warps' shares of the received tokens (combine send); no block waits
+ * for another except through signals (the last-block counters never
+ * spin).
  */
 #include "ep/ep.h"
 #include "ep/ep_format.h"
@@ -161,8 +163,15 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
     int off = 0;
     for (int r = 0; r < g->R; r++) {
       int sig = gin_ep_dsig(g, args.set, le, r);
-      int cnt =
-          (int)(gin_signal_read(dc, sig) - gin_signal_shadow(dc, sig) - 1);
+      int64_t got =
+          (int64_t)(gin_signal_read(dc, sig) - gin_signal_shadow(dc, sig) - 1);
+      if (got < 0 || got > g->M) { /* never from a correct peer: no copy */
+        if (gin_thread_idx() == 0)
+          gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, got,
+                        (uint64_t)le, 0, (uint64_t)g->M, 2);
+        return;
+      }
+      int cnt = (int)got;
       if (u == 0 && gin_thread_idx() == 0) {
         lay[2 * r] = off;
         lay[2 * r + 1] = cnt;
@@ -333,9 +342,13 @@ static int ep_wait_occupancy[2] = {1, 1};
  * device. Every block of it may spin on peers, and a spinning block holds
  * its SM slot: if the ranks' waiting blocks filled the device, the kernels
  * they wait for (other ranks' sends, the proxy's copies) would never
- * start. So each of the near ranks gets 3/4 of the room for k divided by
- * their number; whatever mix of waiting kernels runs, a quarter of every
- * SM's registers and threads stays free. */
+ * start. So the near ranks together get 3/4 of the device's room for k
+ * (its occupancy x SMs). That caps the total, not each SM: with today's
+ * register use (receive kernels 74 and 40 per thread, 256 threads) the
+ * fullest SM still has at least 24576 registers free, room for one block
+ * of any EP send kernel (at most 80 per thread after rounding). A send
+ * kernel past 96 registers per thread, or other applications' kernels
+ * and MPS thread limits, are not accounted for. */
 static int ep_wait_budget(int k, int near) {
 #if GIN_ARCH_CUDA
   int b = 3 * ep_wait_occupancy[k] * (ep_grid_most() / 2) /

@@ -183,12 +183,15 @@ GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
                                 int kind, int64_t id, int64_t peer) {
   uint64_t t0 = 0;
   for (uint32_t iter = 0;; iter++) {
-    /* The first poll orders what follows; later ones only look, and the
-     * one that sees the value is followed by an ordering read (the values
-     * only grow, so it sees at least as much). */
-    uint64_t v = iter == 0 ? gin_dev_read2_(p, q) : gin_dev_peek2_(p, q);
+    /* Without a proxy part, the first poll orders what follows; later
+     * ones only look, and the one that sees the value is followed by an
+     * ordering read (the values only grow, so it sees at least as much).
+     * With one (q: host memory across PCIe) every poll orders: a second
+     * read of q would cost more than the L1 invalidations it saves. */
+    int peek = iter != 0 && !q;
+    uint64_t v = peek ? gin_dev_peek2_(p, q) : gin_dev_read2_(p, q);
     if (gin_rolling_ge(v, least, bits)) {
-      if (iter != 0) gin_dev_read2_(p, q);
+      if (peek) gin_dev_read2_(p, q);
       return GIN_SUCCESS;
     }
     /* The abort words and the clock, when the target says (every 256
