@@ -115,9 +115,13 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
  * communicator (destroyed twice). */
 gin_result_t gin_comm_destroy(gin_comm_t comm);
 
-/* Marks the communicator aborted: every device and host wait on it (and on
- * load/store peers that see the flag) returns GIN_ERR_ABORTED promptly.
- * Safe from any thread, also while another thread is inside a gin call. */
+/* Marks the communicator aborted: every device and host wait on it returns
+ * GIN_ERR_ABORTED promptly, on this rank and on the others ("aborted by
+ * rank R"): load/store peers see the flag at once, ranks on other hosts
+ * within milliseconds through the peer-watch links (GIN_WATCH=1, the
+ * default). An abort raised by a device error or the proxy travels the
+ * same way. Safe from any thread, also while another thread is inside a
+ * gin call. */
 gin_result_t gin_comm_abort(gin_comm_t comm);
 
 /* Reports an error raised asynchronously (by a device wait that timed out,

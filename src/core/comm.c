@@ -459,7 +459,10 @@ uint32_t gin_comm_aborted_by_(gin_comm_t c) {
 }
 
 void gin_comm_abort_cpu_(gin_comm_t c) {
-  uint32_t who = (uint32_t)c->rank + 1;
+  gin_comm_abort_as_(c, (uint32_t)c->rank + 1);
+}
+
+void gin_comm_abort_as_(gin_comm_t c, uint32_t who) {
   for (int r = 0; r < c->nranks; r++) {
     gin_ctrl_t *pc = r == c->rank ? c->ctrl : c->peer_ctrl[r];
     uint32_t zero = 0;
@@ -472,6 +475,7 @@ void gin_comm_abort_cpu_(gin_comm_t c) {
 gin_result_t gin_comm_abort(gin_comm_t comm) {
   GIN_CHECK(comm_find(comm, "gin_comm_abort"));
   gin_comm_abort_cpu_(comm);
+  gin_watch_poke_(comm); /* ranks on other hosts share no abort word */
   GIN_INFO(INIT, "rank %d: communicator aborted", comm->rank);
   return GIN_SUCCESS;
 }

@@ -113,6 +113,9 @@ uint32_t gin_comm_aborted_by_(gin_comm_t comm);
 /* Marks the communicator aborted from a CPU thread (this rank's and its
  * load/store peers' CPU-side words). Works during init and destroy too. */
 void gin_comm_abort_cpu_(gin_comm_t comm);
+/* The same in the name of `who` (1 + the rank that aborted: news from a
+ * peer watch link). */
+void gin_comm_abort_as_(gin_comm_t comm, uint32_t who);
 
 /* Peer watch (watch.c): connections to a few other ranks (about 2 log2 N,
  * so every rank is watched by several) and a thread that notices one
@@ -122,6 +125,9 @@ gin_result_t gin_watch_start(gin_comm_t comm);
 void gin_watch_stop(gin_comm_t comm);
 /* Whether this rank asks to be watched (GIN_WATCH), for the exchange. */
 int gin_watch_wanted_(void);
+/* Asks the watcher to look for an abort now (and pass it on) instead of
+ * at its next tick. Any thread. */
+void gin_watch_poke_(gin_comm_t comm);
 /* Whether the watcher has news it has not recorded yet (a link with bytes
  * or a close pending, or events being handled). Any thread. */
 int gin_watch_busy_(gin_comm_t comm);

@@ -13,7 +13,12 @@
  * other links, which pass the news on once: within milliseconds every
  * surviving rank's device waits stop and its host calls fail naming the
  * dead rank. TCP keepalive, scaled to the communicator's timeout, catches
- * a host that vanished without closing anything.
+ * a host that vanished without closing anything. An abort travels the
+ * same way: a watcher that finds its communicator aborted (gin_comm_abort,
+ * a device error, the proxy; it looks every WATCH_ABORT_POLL_MS) tells its
+ * links once, and a rank told aborts too, in the aborter's name: ranks on
+ * other hosts, which share no abort word with it, stop within
+ * milliseconds instead of timing out.
  *
  * Link messages: 16 bytes (core/watch_msg.h), checked by
  * gin_watch_msg_check before use.
@@ -43,8 +48,9 @@ GIN_PARAM_INT(param_watch, "WATCH", 1,
               "an error naming it. 0: off (a dead rank shows only as "
               "timeouts). Must be the same on every rank")
 
-#define WATCH_MAX_LINKS 32 /* 2 * log2(GIN_MAX_RANKS) = 20 at most */
-#define WATCH_BYE_MS 1000  /* most gin_watch_stop waits for the goodbyes */
+#define WATCH_MAX_LINKS 32     /* 2 * log2(GIN_MAX_RANKS) = 20 at most */
+#define WATCH_BYE_MS 1000      /* most gin_watch_stop waits for the goodbyes */
+#define WATCH_ABORT_POLL_MS 20 /* how often the watcher looks for an abort */
 
 _Static_assert((int)GIN_WATCH_HOW_CLOSED == (int)GIN_DEATH_CLOSED &&
                    (int)GIN_WATCH_HOW_ERROR == (int)GIN_DEATH_ERROR,
@@ -64,8 +70,11 @@ typedef struct gin_watch {
   int nlinks;
   watch_link_t links[WATCH_MAX_LINKS];
   uint8_t *dead; /* [nranks] deaths this rank knows of (the thread's) */
+  int ndead;     /* how many (the thread's) */
+  int told;      /* the links were told of this communicator's abort */
   int handling;  /* the thread is handling events (atomic) */
   int wake_fd;   /* eventfd: stop */
+  int poke_fd;   /* eventfd: look for an abort now (gin_watch_poke_) */
   pthread_t tid;
 } gin_watch_t;
 
@@ -99,17 +108,13 @@ static void watch_keepalive(int fd, int64_t timeout_ms) {
   setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof user);
 }
 
-/* A death learnt (seen here or reported): record it once, pass it on. */
-static void watch_dead(gin_watch_t *w, int dead, int by, int how, int err) {
-  if (w->dead[dead]) return;
-  w->dead[dead] = 1;
-  gin_comm_peer_dead_(w->comm, dead, by, how, err);
+/* Sends m to every open link but the one to rank `skip` (-1: none). */
+static void watch_tell(gin_watch_t *w, const gin_watch_msg_t *m, int skip) {
   uint8_t msg[GIN_WATCH_MSG_BYTES];
-  gin_watch_msg_t m = {GIN_WATCH_DEAD, how, err & 0xffff, dead, by};
-  gin_watch_msg_encode(&m, msg);
+  gin_watch_msg_encode(m, msg);
   for (int i = 0; i < w->nlinks; i++) {
     watch_link_t *l = &w->links[i];
-    if (l->fd < 0 || l->bye || l->peer == dead) continue;
+    if (l->fd < 0 || l->bye || l->peer == skip || w->dead[l->peer]) continue;
     /* 16 bytes into an idle socket: a short send means the link is gone,
      * which its own poll reports. A failed link reports its error to the
      * first call only: keep it for watch_read, whose recv then sees an
@@ -121,6 +126,26 @@ static void watch_dead(gin_watch_t *w, int dead, int by, int how, int err) {
   }
 }
 
+/* A death learnt (seen here or reported): record it once, pass it on. */
+static void watch_dead(gin_watch_t *w, int dead, int by, int how, int err) {
+  if (w->dead[dead]) return;
+  w->dead[dead] = 1;
+  w->ndead++;
+  gin_comm_peer_dead_(w->comm, dead, by, how, err);
+  gin_watch_msg_t m = {GIN_WATCH_DEAD, how, err & 0xffff, dead, by};
+  watch_tell(w, &m, dead);
+}
+
+/* This communicator aborted: tell the links once (not when a death did
+ * it: that news is on its way already). */
+static void watch_abort_check(gin_watch_t *w) {
+  uint32_t who = gin_comm_aborted_by_(w->comm);
+  if (!who || w->told || w->ndead) return;
+  w->told = 1;
+  gin_watch_msg_t m = {GIN_WATCH_ABORT, 0, 0, (int)who - 1, w->comm->rank};
+  watch_tell(w, &m, -1);
+}
+
 static void watch_handle(gin_watch_t *w, watch_link_t *l,
                          const gin_watch_msg_t *m) {
   gin_comm_t c = w->comm;
@@ -128,6 +153,14 @@ static void watch_handle(gin_watch_t *w, watch_link_t *l,
     l->bye = 1;
     GIN_INFO(BOOTSTRAP, "rank %d: rank %d left the communicator", c->rank,
              l->peer);
+  } else if (m->type == GIN_WATCH_ABORT) {
+    if (!gin_comm_aborted_by_(c))
+      GIN_WARN(BOOTSTRAP,
+               "rank %d: rank %d aborted the communicator (news from rank "
+               "%d); aborting here too",
+               c->rank, m->rank, l->peer);
+    gin_comm_abort_as_(c, (uint32_t)m->rank + 1);
+    watch_abort_check(w);
   } else {
     watch_dead(w, m->rank, m->by, m->how, m->err);
   }
@@ -167,13 +200,22 @@ static void watch_read(gin_watch_t *w, watch_link_t *l) {
 
 static void *watch_main(void *arg) {
   gin_watch_t *w = (gin_watch_t *)arg;
-  struct pollfd pfd[WATCH_MAX_LINKS + 1];
+  struct pollfd pfd[WATCH_MAX_LINKS + 2];
   for (;;) {
     pfd[0] = (struct pollfd){.fd = w->wake_fd, .events = POLLIN};
     for (int i = 0; i < w->nlinks; i++)
       pfd[i + 1] = (struct pollfd){.fd = w->links[i].fd, .events = POLLIN};
-    int n = poll(pfd, (nfds_t)w->nlinks + 1, -1);
-    if (n < 0 && errno == EINTR) continue;
+    pfd[w->nlinks + 1] = (struct pollfd){.fd = w->poke_fd, .events = POLLIN};
+    int n = poll(pfd, (nfds_t)w->nlinks + 2, WATCH_ABORT_POLL_MS);
+    if (n > 0 && pfd[w->nlinks + 1].revents) {
+      uint64_t v;
+      ssize_t k = read(w->poke_fd, &v, sizeof v);
+      (void)k;
+    }
+    if (n <= 0 || (n == 1 && pfd[w->nlinks + 1].revents)) {
+      watch_abort_check(w);
+      continue;
+    }
     if (n < 0) {
       GIN_WARN(BOOTSTRAP, "rank %d: peer watch stopped: poll: %s",
                w->comm->rank, strerror(errno));
@@ -186,6 +228,7 @@ static void *watch_main(void *arg) {
     for (int i = 0; i < w->nlinks; i++)
       if (pfd[i + 1].revents && w->links[i].fd >= 0)
         watch_read(w, &w->links[i]);
+    watch_abort_check(w);
     __atomic_store_n(&w->handling, 0, __ATOMIC_RELEASE);
   }
 }
@@ -209,6 +252,7 @@ static void watch_free(gin_watch_t *w) {
   for (int i = 0; i < w->nlinks; i++)
     if (w->links[i].fd >= 0) close(w->links[i].fd);
   if (w->wake_fd >= 0) close(w->wake_fd);
+  if (w->poke_fd >= 0) close(w->poke_fd);
   free(w->dead);
   free(w);
 }
@@ -237,7 +281,7 @@ gin_result_t gin_watch_start(gin_comm_t c) {
   }
   w->comm = c;
   w->dead = dead;
-  w->wake_fd = -1;
+  w->wake_fd = w->poke_fd = -1;
   gin_result_t res = gin_bs_link(c->bs, peers, n, fds);
   if (res != GIN_SUCCESS) {
     watch_free(w);
@@ -249,7 +293,8 @@ gin_result_t gin_watch_start(gin_comm_t c) {
     watch_keepalive(fds[i], c->timeout_ms);
   }
   w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (w->wake_fd < 0) {
+  w->poke_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (w->wake_fd < 0 || w->poke_fd < 0) {
     res = GIN_ERROR(GIN_ERR_SYSTEM, "rank %d: peer watch: eventfd: %s", c->rank,
                     strerror(errno));
     watch_free(w);
@@ -280,6 +325,10 @@ void gin_watch_stop(gin_comm_t c) {
   (void)k;
   pthread_join(w->tid, NULL);
   c->watch = NULL;
+  /* An abort the thread had no time to pass on goes before the goodbye:
+   * the peers would otherwise take the goodbye for a clean exit and wait
+   * for this rank until their timeout. */
+  watch_abort_check(w);
   /* Goodbye, then wait (bounded) until each peer closed its end, reading
    * what is left: closing with unread bytes would reset the connection
    * and could drop the goodbye on its way. */
@@ -320,3 +369,11 @@ void gin_watch_stop(gin_comm_t c) {
 
 /* Whether this rank asks to be watched (GIN_WATCH), for the exchange. */
 int gin_watch_wanted_(void) { return param_watch() != 0; }
+
+void gin_watch_poke_(gin_comm_t c) {
+  gin_watch_t *w = c->watch;
+  if (!w || w->poke_fd < 0) return;
+  uint64_t one = 1;
+  ssize_t k = write(w->poke_fd, &one, sizeof one);
+  (void)k;
+}

@@ -3,9 +3,10 @@
  * encoder and the pure check of what arrives. Exposed for the fuzzer and
  * the unit tests; watch.c is the only other user.
  *
- * Wire (little endian): magic u32 "GINW", type u8 (BYE, DEAD), how u8
- * (GIN_WATCH_HOW_*), err u16 (errno), rank i32 (the dead rank; the sender
- * for BYE), by i32 (who saw it; the sender for BYE).
+ * Wire (little endian): magic u32 "GINW", type u8 (BYE, DEAD, ABORT), how
+ * u8 (GIN_WATCH_HOW_*), err u16 (errno), rank i32 (the dead rank; the
+ * sender for BYE; the rank that aborted for ABORT), by i32 (who saw it;
+ * the sender for BYE and ABORT).
  *
  * Layering: core; includes only core/net.h.
  */
@@ -21,8 +22,9 @@
 #define GIN_WATCH_MSG_BYTES 16
 
 enum {
-  GIN_WATCH_BYE = 1, /* the sender destroyed its communicator */
-  GIN_WATCH_DEAD = 2 /* rank `rank` is gone, as rank `by` saw it */
+  GIN_WATCH_BYE = 1,  /* the sender destroyed its communicator */
+  GIN_WATCH_DEAD = 2, /* rank `rank` is gone, as rank `by` saw it */
+  GIN_WATCH_ABORT = 3 /* the communicator was aborted by rank `rank` */
 };
 /* How a death was seen (the same values as GIN_DEATH_* of comm.h). */
 enum { GIN_WATCH_HOW_CLOSED = 1, GIN_WATCH_HOW_ERROR = 2 };
@@ -45,7 +47,8 @@ static inline void gin_watch_msg_encode(const gin_watch_msg_t *m, uint8_t *p) {
  * nranks: 0 and *out (if out is not NULL) if they are one message this
  * rank may act on, else -1 with *out untouched. A goodbye names its
  * sender twice and nothing else; a death names a rank in range other
- * than the sender and the witness, seen closed or failed. Pure: no I/O,
+ * than the sender and the witness, seen closed or failed; an abort names
+ * the rank that aborted (any) and the sender as `by`. Pure: no I/O,
  * no logging; thread safe. Fuzzed (tests/fuzz/fuzz_watch_msg.c). */
 static inline int gin_watch_msg_check(const uint8_t *p, size_t len, int nranks,
                                       int from, gin_watch_msg_t *out) {
@@ -65,7 +68,11 @@ static inline int gin_watch_msg_check(const uint8_t *p, size_t len, int nranks,
       ((m.how != GIN_WATCH_HOW_CLOSED && m.how != GIN_WATCH_HOW_ERROR) ||
        m.rank == m.by || m.rank == from))
     return -1;
-  if (m.type != GIN_WATCH_BYE && m.type != GIN_WATCH_DEAD) return -1;
+  if (m.type == GIN_WATCH_ABORT && (m.how != 0 || m.err != 0 || m.by != from))
+    return -1;
+  if (m.type != GIN_WATCH_BYE && m.type != GIN_WATCH_DEAD &&
+      m.type != GIN_WATCH_ABORT)
+    return -1;
   if (out) *out = m;
   return 0;
 }

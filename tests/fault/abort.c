@@ -1,9 +1,12 @@
 /*
  * gin_comm_abort from another thread unblocks every wait, device and host,
- * on the aborting rank and on the others (its load/store peers: one
- * machine here), promptly; teardown after the abort still works.
+ * on the aborting rank and on the others, promptly; teardown after the
+ * abort still works. The others are its load/store peers (one machine,
+ * one shared abort word), or with --hosts ranks that each take another
+ * host identity (GIN_HOSTID), so nothing is shared and the abort must
+ * travel over the peer-watch links.
  *
- *   ginrun -n N abort_host --stamp DIR
+ *   ginrun -n N abort_host --stamp DIR [--hosts]
  *
  * Run with GIN_BACKEND=proxy, GIN_PROXY_RING_SIZE=8, a proxy that pauses
  * far longer than the test after its first batch (GIN_PROXY_DELAY_US) and
@@ -249,11 +252,21 @@ int main(int argc, char **argv) {
   test_require_device();
   run_t r;
   memset(&r, 0, sizeof r);
+  int hosts = 0;
   for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--stamp") && i + 1 < argc) r.dir = argv[++i];
+    if (!strcmp(argv[i], "--stamp") && i + 1 < argc)
+      r.dir = argv[++i];
+    else if (!strcmp(argv[i], "--hosts"))
+      hosts = 1;
   if (!r.dir) {
-    fprintf(stderr, "usage: abort --stamp DIR\n");
+    fprintf(stderr, "usage: abort --stamp DIR [--hosts]\n");
     return 2;
+  }
+  if (hosts) { /* a host of its own: no mapping, no shared abort word */
+    char id[64];
+    const char *rank = getenv("GIN_RANK");
+    snprintf(id, sizeof id, "abort-host-%s", rank ? rank : "x");
+    setenv("GIN_HOSTID", id, 1);
   }
   int tasks0 = fault_task_baseline();
   TASSERT(tasks0 > 0, "a first thread");

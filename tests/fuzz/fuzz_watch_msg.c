@@ -1,7 +1,7 @@
 /*
  * Fuzzes gin_watch_msg_check, the check of the 16-byte messages a peer
- * watch link carries (src/core/watch_msg.h): a goodbye, or the news that a
- * rank died.
+ * watch link carries (src/core/watch_msg.h): a goodbye, the news that a
+ * rank died, or that the communicator was aborted.
  *
  * Input: byte 0 picks the job (nranks 1..64 from its low 6 bits), byte 1
  * the link's peer (`from`, its value modulo nranks); the rest is what the
@@ -9,9 +9,10 @@
  * 0 or -1 and the same without an output; the output is written only on
  * success; an accepted message is exactly GIN_WATCH_MSG_BYTES long with
  * the magic, ranks in [0, nranks), either a goodbye naming its sender as
- * rank and witness with nothing else set, or a death (how CLOSED or
- * ERROR) of a rank that is neither the sender nor the witness; it
- * re-encodes to the same bytes.
+ * rank and witness with nothing else set, a death (how CLOSED or ERROR)
+ * of a rank that is neither the sender nor the witness, or an abort
+ * passed on by its sender with nothing else set; it re-encodes to the
+ * same bytes.
  */
 #include <string.h>
 
@@ -40,6 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_ASSERT(m.rank >= 0 && m.rank < nranks && m.by >= 0 && m.by < nranks);
   if (m.type == GIN_WATCH_BYE) {
     FUZZ_ASSERT(m.rank == from && m.by == from && m.how == 0 && m.err == 0);
+  } else if (m.type == GIN_WATCH_ABORT) {
+    FUZZ_ASSERT(m.by == from && m.how == 0 && m.err == 0);
   } else {
     FUZZ_ASSERT(m.type == GIN_WATCH_DEAD);
     FUZZ_ASSERT(m.how == GIN_WATCH_HOW_CLOSED || m.how == GIN_WATCH_HOW_ERROR);

@@ -170,6 +170,12 @@ static int watch_msg(void) {
   w = (gin_watch_msg_t){7, 0, 0, 1, 1};
   gin_watch_msg_encode(&w, m);
   rc |= put(fz, "bad_type", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w = (gin_watch_msg_t){GIN_WATCH_ABORT, 0, 0, 3, 1}; /* rank 3 aborted */
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "ok_abort_passed_on", pre, 2, m, GIN_WATCH_MSG_BYTES);
+  w.by = 2; /* passed on in another rank's name */
+  gin_watch_msg_encode(&w, m);
+  rc |= put(fz, "abort_not_sender", pre, 2, m, GIN_WATCH_MSG_BYTES);
   return rc;
 }
 
