@@ -7,6 +7,7 @@
  * spin).
  */
 #include "ep/ep.h"
+#include "ep/ep_budget.h"
 #include "ep/ep_format.h"
 
 #define EP_THREADS 256
@@ -335,25 +336,21 @@ static int ep_grid(int want) {
  * are loaded). */
 enum { EP_WAIT_DISPATCH = 0, EP_WAIT_COMBINE = 1 };
 #if GIN_ARCH_CUDA
+/* Per waiting kernel, set when the kernels are loaded: blocks per SM and
+ * registers per block; the largest block of the kernels they wait for;
+ * the SM's registers. */
 static int ep_wait_occupancy[2] = {1, 1};
+static long ep_wait_regs[2], ep_send_regs, ep_sm_regs = 65536;
 #endif
 
 /* The most blocks waiting kernel k may launch when `near` ranks share the
- * device. Every block of it may spin on peers, and a spinning block holds
- * its SM slot: if the ranks' waiting blocks filled the device, the kernels
- * they wait for (other ranks' sends, the proxy's copies) would never
- * start. So the near ranks together get 3/4 of the device's room for k
- * (its occupancy x SMs). That caps the total, not each SM: with today's
- * register use (receive kernels 74 and 40 per thread, 256 threads) the
- * fullest SM still has at least 24576 registers free, room for one block
- * of any EP send kernel (at most 80 per thread after rounding). A send
- * kernel past 96 registers per thread, or other applications' kernels
- * and MPS thread limits, are not accounted for. */
+ * device (ep_budget.h: 3/4 of the device's room for k, and few enough
+ * that some SM can still start a block of the EP send kernels). Other
+ * applications' kernels and MPS thread limits are not accounted for. */
 static int ep_wait_budget(int k, int near) {
 #if GIN_ARCH_CUDA
-  int b = 3 * ep_wait_occupancy[k] * (ep_grid_most() / 2) /
-          (4 * (near > 0 ? near : 1));
-  return b < 1 ? 1 : b;
+  return gin_ep_wait_budget(ep_wait_occupancy[k], ep_wait_regs[k], ep_send_regs,
+                            ep_sm_regs, ep_grid_most() / 2, near);
 #else
   (void)k, (void)near; /* blocks are CPU threads: the OS runs every one */
   return ep_grid_most();
@@ -400,15 +397,32 @@ gin_result_t gin_ep_kernels_load(const char **why) {
   }
   const void *wait[2] = {(const void *)k_ep_dispatch_recv,
                          (const void *)k_ep_combine_recv};
+  const void *send[2] = {(const void *)k_ep_dispatch_send,
+                         (const void *)k_ep_combine_send};
+  int dev = 0, sm_regs = 0;
+  if (cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&sm_regs, cudaDevAttrMaxRegistersPerMultiprocessor,
+                             dev) == cudaSuccess &&
+      sm_regs > 0)
+    ep_sm_regs = sm_regs;
+  for (int i = 0; i < 2; i++) {
+    struct cudaFuncAttributes attr;
+    if (cudaFuncGetAttributes(&attr, send[i]) == cudaSuccess &&
+        gin_ep_block_regs(attr.numRegs, EP_THREADS) > ep_send_regs)
+      ep_send_regs = gin_ep_block_regs(attr.numRegs, EP_THREADS);
+  }
   for (int i = 0; i < 2; i++) {
     int n = 0;
+    struct cudaFuncAttributes attr;
     cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &n, wait[i], EP_THREADS, 0);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, wait[i]);
     if (e != cudaSuccess) {
       *why = cudaGetErrorString(e);
       return GIN_ERR_CUDA;
     }
     ep_wait_occupancy[i] = n > 0 ? n : 1;
+    ep_wait_regs[i] = gin_ep_block_regs(attr.numRegs, EP_THREADS);
   }
 #endif
   *why = "";
