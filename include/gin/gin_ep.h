@@ -49,7 +49,12 @@ gin_result_t gin_ep_size_hint(const gin_ep_config_t *cfg, int nranks,
  * Errors: GIN_ERR_INVALID (bad configuration), GIN_ERR_NOMEM. */
 gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
                            gin_ep_t *ep_out);
-/* Collective. No dispatch or combine may be in flight. */
+/* Collective. No dispatch or combine may be in flight. After an error the
+ * device reported (gin_comm_get_async_error: the communicator is aborted)
+ * the buffer's state is undefined: destroy it (on an aborted communicator
+ * gin_ep_destroy frees it locally, whatever it returns), then the
+ * communicator. A call refused on the host (bad arguments) changes
+ * nothing. */
 gin_result_t gin_ep_destroy(gin_ep_t ep);
 
 /* Phases of an operation: both (the default), or send and receive issued
