@@ -206,22 +206,20 @@ static void *watch_main(void *arg) {
     for (int i = 0; i < w->nlinks; i++)
       pfd[i + 1] = (struct pollfd){.fd = w->links[i].fd, .events = POLLIN};
     pfd[w->nlinks + 1] = (struct pollfd){.fd = w->poke_fd, .events = POLLIN};
+    /* The entries' revents start at 0: a timeout or EINTR reads no link
+     * and only looks for an abort. */
     int n = poll(pfd, (nfds_t)w->nlinks + 2, WATCH_ABORT_POLL_MS);
-    if (n > 0 && pfd[w->nlinks + 1].revents) {
-      uint64_t v;
-      ssize_t k = read(w->poke_fd, &v, sizeof v);
-      (void)k;
-    }
-    if (n <= 0 || (n == 1 && pfd[w->nlinks + 1].revents)) {
-      watch_abort_check(w);
-      continue;
-    }
-    if (n < 0) {
+    if (n < 0 && errno != EINTR) {
       GIN_WARN(BOOTSTRAP, "rank %d: peer watch stopped: poll: %s",
                w->comm->rank, strerror(errno));
       return NULL;
     }
-    if (pfd[0].revents) return NULL; /* gin_watch_stop */
+    if (pfd[0].revents) return NULL;  /* gin_watch_stop */
+    if (pfd[w->nlinks + 1].revents) { /* gin_watch_poke_ */
+      uint64_t v;
+      ssize_t k = read(w->poke_fd, &v, sizeof v);
+      (void)k;
+    }
     /* Busy before anything is read, so that gin_watch_busy_ never sees a
      * gap between news pending on a link and news recorded. */
     __atomic_store_n(&w->handling, 1, __ATOMIC_SEQ_CST);

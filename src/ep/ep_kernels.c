@@ -384,45 +384,35 @@ gin_result_t gin_ep_kernels_load(const char **why) {
    * the proxy while the host launches the next kernel for the first time
    * then hangs both (seen on the H200 over the proxy). Loaded here, at
    * create time, the launches never load anything. */
-  const void *k[] = {
-      (const void *)k_ep_dispatch_send, (const void *)k_ep_dispatch_recv,
-      (const void *)k_ep_combine_send, (const void *)k_ep_combine_recv};
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-    struct cudaFuncAttributes attr;
-    cudaError_t e = cudaFuncGetAttributes(&attr, k[i]);
-    if (e != cudaSuccess) {
-      *why = cudaGetErrorString(e);
-      return GIN_ERR_CUDA;
-    }
-  }
-  const void *wait[2] = {(const void *)k_ep_dispatch_recv,
-                         (const void *)k_ep_combine_recv};
-  const void *send[2] = {(const void *)k_ep_dispatch_send,
-                         (const void *)k_ep_combine_send};
   int dev = 0, sm_regs = 0;
   if (cudaGetDevice(&dev) == cudaSuccess &&
       cudaDeviceGetAttribute(&sm_regs, cudaDevAttrMaxRegistersPerMultiprocessor,
                              dev) == cudaSuccess &&
       sm_regs > 0)
     ep_sm_regs = sm_regs;
-  for (int i = 0; i < 2; i++) {
+  /* Sends at even places, the waiting kernel i / 2 (EP_WAIT_*) at odd
+   * ones: their registers and occupancy size the wait budget. */
+  const void *k[] = {
+      (const void *)k_ep_dispatch_send, (const void *)k_ep_dispatch_recv,
+      (const void *)k_ep_combine_send, (const void *)k_ep_combine_recv};
+  for (int i = 0; i < (int)(sizeof k / sizeof k[0]); i++) {
     struct cudaFuncAttributes attr;
-    if (cudaFuncGetAttributes(&attr, send[i]) == cudaSuccess &&
-        gin_ep_block_regs(attr.numRegs, EP_THREADS) > ep_send_regs)
-      ep_send_regs = gin_ep_block_regs(attr.numRegs, EP_THREADS);
-  }
-  for (int i = 0; i < 2; i++) {
     int n = 0;
-    struct cudaFuncAttributes attr;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &n, wait[i], EP_THREADS, 0);
-    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, wait[i]);
+    cudaError_t e = cudaFuncGetAttributes(&attr, k[i]);
+    if (e == cudaSuccess && i % 2)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k[i], EP_THREADS,
+                                                        0);
     if (e != cudaSuccess) {
       *why = cudaGetErrorString(e);
       return GIN_ERR_CUDA;
     }
-    ep_wait_occupancy[i] = n > 0 ? n : 1;
-    ep_wait_regs[i] = gin_ep_block_regs(attr.numRegs, EP_THREADS);
+    long regs = gin_ep_block_regs(attr.numRegs, EP_THREADS);
+    if (i % 2) {
+      ep_wait_occupancy[i / 2] = n > 0 ? n : 1;
+      ep_wait_regs[i / 2] = regs;
+    } else if (regs > ep_send_regs) {
+      ep_send_regs = regs;
+    }
   }
 #endif
   *why = "";

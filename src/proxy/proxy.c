@@ -102,13 +102,22 @@ static void proxy_record(gin_comm_t c, int kind, int64_t peer, int64_t id,
   GIN_WARN(PROXY, "rank %d: %s", c->rank, msg);
 }
 
-/* The record kind of a transport's failure `res`: a transport that had
+/* Records transport t's failure `res` (its message in gin_last_error;
+ * peer -1 when none is known) as proxy_record does. A transport that had
  * no room for the whole timeout (the peer is alive but takes nothing) is
  * a timeout; anything else (a closed or failed connection) is the peer's
  * failure. */
-static int transport_err_kind(gin_result_t res) {
-  return res == GIN_ERR_TIMEOUT ? GIN_DEVERR_TIMEOUT_TRANSPORT
-                                : GIN_DEVERR_TRANSPORT;
+static void proxy_record_transport(struct gin_proxy *px, int t,
+                                   gin_result_t res, int peer, int64_t id,
+                                   uint64_t a0) {
+  char full[256], who[24] = "";
+  if (peer >= 0) snprintf(who, sizeof who, ", peer %d", peer);
+  snprintf(full, sizeof full, "transport %s%s: %s", px->ops[t]->name, who,
+           gin_last_error());
+  proxy_record(px->comm,
+               res == GIN_ERR_TIMEOUT ? GIN_DEVERR_TIMEOUT_TRANSPORT
+                                      : GIN_DEVERR_TRANSPORT,
+               peer, id, a0, 0, full);
 }
 
 /* Checks window handle `v` (packed) with [off, off+bytes) against the
@@ -293,11 +302,7 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
       if (res == GIN_ERR_ABORTED) { /* by someone else, who said why */
         aborted = 1;
       } else if (res != GIN_SUCCESS) {
-        char full[256];
-        snprintf(full, sizeof full, "transport %s, peer %d: %s",
-                 px->ops[t]->name, x.peer, gin_last_error());
-        proxy_record(c, transport_err_kind(res), x.peer, r->ctx, r->next, 0,
-                     full);
+        proxy_record_transport(px, t, res, x.peer, r->ctx, r->next);
         aborted = *failed = 1;
       } else if (d.local == GIN_LOCAL_COUNTER_INC) {
         counters_note(r, d.counter);
@@ -316,7 +321,6 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
  * transport that fails here is recorded and sets *failed. */
 static void pass_complete(struct gin_proxy *px, proxy_thread_t *th,
                           unsigned used, int *failed) {
-  gin_comm_t c = px->comm;
   int ok = 1;
   /* Every one of them, even after one failed: nothing stays pending. */
   for (int t = 0; used; t++, used >>= 1) {
@@ -326,10 +330,7 @@ static void pass_complete(struct gin_proxy *px, proxy_thread_t *th,
     const gin_proxy_ring_t *r = th->rings[0]; /* the first with a batch */
     for (int i = 1; !r->pending && i < th->nrings; i++)
       r = th->rings[i];
-    char full[256];
-    snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
-             gin_last_error());
-    proxy_record(c, transport_err_kind(res), -1, r->ctx, r->next, 0, full);
+    proxy_record_transport(px, t, res, -1, r->ctx, r->next);
     ok = 0;
     *failed = 1;
   }
@@ -443,10 +444,7 @@ static void *proxy_main(void *p) {
         if (!px->ops[t]) continue;
         gin_result_t res = px->ops[t]->progress(px->state[t]);
         if (res == GIN_SUCCESS) continue;
-        char full[256];
-        snprintf(full, sizeof full, "transport %s: %s", px->ops[t]->name,
-                 gin_last_error());
-        proxy_record(px->comm, transport_err_kind(res), -1, -1, 0, 0, full);
+        proxy_record_transport(px, t, res, -1, -1, 0);
         gin_comm_abort_cpu_(px->comm);
         break;
       }

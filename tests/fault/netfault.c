@@ -191,12 +191,17 @@ static void check_times(run_t *r, const char *name, const poller_t *pl,
          *done_ms, name, limit + HOST_SLACK_MS);
 }
 
+/* Keeps the pending call's result and gin's message in r->first. */
+static void note_first(run_t *r, gin_result_t rc) {
+  snprintf(r->first, sizeof r->first, "%s: %s", gin_strerror(rc),
+           gin_last_error());
+}
+
 /* linkcut: the pending call, then the error the rank ends with. */
 static void check_linkcut(run_t *r, gin_result_t rc, uint64_t done,
                           const poller_t *pl) {
   double known, ms;
-  snprintf(r->first, sizeof r->first, "%s: %s", gin_strerror(rc),
-           gin_last_error());
+  note_first(r, rc);
   if (rc != GIN_ERR_TIMEOUT && rc != GIN_ERR_REMOTE && rc != GIN_ERR_ABORTED)
     FAIL(r, "pending call: %s", r->first);
   check_times(r, "cut", pl, done, &known, &ms);
@@ -231,8 +236,7 @@ static void check_sender(run_t *r, gin_result_t rc, uint64_t done,
                          const poller_t *pl) {
   char want[24];
   double known, ms;
-  snprintf(r->first, sizeof r->first, "%s: %s", gin_strerror(rc),
-           gin_last_error());
+  note_first(r, rc);
   if (!pl->known_ns) { /* the kernel returned before the poller looked */
     char path[4200];
     path_of(r, "failed", 0, path, sizeof path);
@@ -256,8 +260,7 @@ static void check_sender(run_t *r, gin_result_t rc, uint64_t done,
 static void check_bystander(run_t *r, gin_result_t rc, uint64_t done,
                             const poller_t *pl) {
   double known, ms;
-  snprintf(r->first, sizeof r->first, "%s: %s", gin_strerror(rc),
-           gin_last_error());
+  note_first(r, rc);
   if (rc == GIN_SUCCESS) FAIL(r, "pending call succeeded");
   check_times(r, "stop", pl, done, &known, &ms);
   printf("netfault: rank %d: stream: error known %.0f ms after rank %d "
@@ -268,8 +271,7 @@ static void check_bystander(run_t *r, gin_result_t rc, uint64_t done,
 /* stream: the stopped target, once continued (its poller stopped too). */
 static void check_target(run_t *r, gin_result_t rc, uint64_t done) {
   double known, ms;
-  snprintf(r->first, sizeof r->first, "%s: %s", gin_strerror(rc),
-           gin_last_error());
+  note_first(r, rc);
   if (rc == GIN_SUCCESS) FAIL(r, "pending call succeeded");
   check_times(r, "cont", NULL, done, &known, &ms);
   printf("netfault: rank %d: stream: stopped, continued; its pending wait "

@@ -118,22 +118,22 @@ static inline double perf_h2d_gbps(size_t n, int to_device) {
   cudaFreeHost(h);
   return g;
 }
-/* What the proxy's ipc lane does per batch: `count` copies of `n` bytes
- * into dst (count disjoint slots, e.g. a peer's mapped buffer) from src
- * (device memory, or pinned host memory when host_src), submitted as one
- * cudaMemcpyBatchAsync and waited for; us per copy (median of reps
- * batches), -1 if a call failed. */
-static inline double perf_batch_copy_us(char *dst, const char *src, size_t n,
-                                        int count, int reps, int host_src) {
+/* What the proxy's ipc lane does per batch: `count` (at most 64) copies
+ * of `n` bytes into dst (count disjoint slots, e.g. a peer's mapped
+ * buffer) from src (device memory, or pinned host memory when host_src),
+ * submitted as one cudaMemcpyBatchAsync and waited for, reps times after
+ * two warm-ups; t[i]: us per copy in batch i. 0, or -1 if a call failed
+ * (or no copy engine: host target). */
+static inline int perf_batch_copy_times(char *dst, const char *src, size_t n,
+                                        int count, int reps, int host_src,
+                                        double *t) {
   enum { MAXC = 64 };
   void *d[MAXC];
   const void *r[MAXC];
   size_t z[MAXC];
-  double best = -1, t[64];
   char *h = NULL;
   cudaStream_t s;
   if (count > MAXC) count = MAXC;
-  if (reps > 64) reps = 64;
   if (host_src && cudaMallocHost((void **)&h, n * (size_t)count) != cudaSuccess)
     return -1;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -155,20 +155,10 @@ static inline double perf_batch_copy_us(char *dst, const char *src, size_t n,
          cudaStreamSynchronize(s) == cudaSuccess;
     if (i >= 0) t[i] = (perf_now_us() - t0) / count;
   }
-  if (ok) {
-    for (int i = 1; i < reps; i++) /* insertion sort: a few values */
-      for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-        double x = t[j];
-        t[j] = t[j - 1];
-        t[j - 1] = x;
-      }
-    best = t[reps / 2];
-  } else {
-    cudaGetLastError();
-  }
+  if (!ok) cudaGetLastError();
   cudaStreamDestroy(s);
   if (h) cudaFreeHost(h);
-  return best;
+  return ok ? 0 : -1;
 }
 /* What one small asynchronous copy costs the host (us per call, n calls
  * then one synchronisation), and one copy waited for on its own. */
@@ -308,9 +298,11 @@ static inline double perf_h2d_gbps(size_t n, int to_device) {
 static inline void perf_copy_call_us(int n, double *async_us, double *sync_us) {
   *async_us = *sync_us = -1; /* no copy engine on the host target */
 }
-static inline double perf_batch_copy_us(char *dst, const char *src, size_t n,
-                                        int count, int reps, int host_src) {
+static inline int perf_batch_copy_times(char *dst, const char *src, size_t n,
+                                        int count, int reps, int host_src,
+                                        double *t) {
   (void)dst, (void)src, (void)n, (void)count, (void)reps, (void)host_src;
+  (void)t;
   return -1; /* no copy engine on the host target */
 }
 static inline void *perf_shared_alloc(size_t n, unsigned char blob[64]) {
