@@ -97,6 +97,20 @@ if [ "${MODE:-all}" = epx ]; then
   export GIN_TIMEOUT_MS=20000
   for n in 2 4 8; do run ep_bench_$n $R -n $n --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_$n.csv; done
   run ep_bench_8_bf16 $R -n 8 --timeout 60 $B --bf16 -n 50 -w 5 --csv $OUT/ep_bench_8_bf16.csv
+  # EXP=patch: the same benchmark of a copy with the patch applied (a
+  # reversed diff gives the code before a change), alternating with this
+  # tree's, so both sides share the run.
+  if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
+    X=/tmp/exp-tree; rm -rf $X; mkdir -p $X
+    tar --exclude='./build*' -cf - . | tar -xf - -C $X
+    (cd $X && patch -p1 < "$OLDPWD/$EXP" >/dev/null && \
+      cmake -S . -B build-xc -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
+      cmake --build build-xc -j 16 --target gin_ep_bench_cuda >/dev/null 2>&1) || log "experiment build failed"
+    for n in 2 4 8; do
+      run ep_bench_exp_$n $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_exp_$n.csv
+      run ep_bench_again_$n $R -n $n --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_again_$n.csv
+    done
+  fi
   finish
 fi
 

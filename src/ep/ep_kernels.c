@@ -100,39 +100,39 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
 }
 
 /* Send phase of dispatch: block b sends tokens b, b + grid, ... The last
- * block to finish (counted in scratch[E]) adds, with its first warp,
- * count + 1 to every expert's (set, expert, me) signal, on the context of
- * the expert's rank (after the tokens there), and zeroes the counters for
- * the next launch. */
+ * block to finish (counted in scratch[E]) adds, with all its threads
+ * (thread i for experts i, i + block, ...), count + 1 to every expert's
+ * (set, expert, me) signal, on the context of the expert's rank (after
+ * the tokens there), and zeroes the counters for the next launch. */
 GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
   if (ep_routing_bad(&args)) return;
   for (int t = gin_block_idx(); t < args.T; t += gin_grid_dim())
     if (ep_send_token(&args, t)) return;
-  if (ep_warp_in_block() != 0) return; /* the block is done (rc synced) */
+  /* ep_send_token's last act synchronised the block: its puts and counts
+   * are all issued. */
   uint64_t *done = &args.scratch[g->E];
-  uint64_t prev = 0;
-  if (ep_lane() == 0) {
+  int last = 0;
+  if (gin_thread_idx() == 0) {
     gin_fence_system(); /* the block's puts and counts before its arrival */
-    prev = gin_fetch_add_relaxed_u64(done, 1);
-    gin_fence_system(); /* the other blocks' before the signals below */
+    last = gin_fetch_add_relaxed_u64(done, 1) + 1 == (uint64_t)gin_grid_dim();
+    if (last) gin_fence_system(); /* the other blocks' before the signals */
   }
-  prev = gin_coop_bcast_u64(EP_WARP, prev);
-  if (prev + 1 != (uint64_t)gin_grid_dim()) return;
-  gin_fence_system(); /* every lane: the others' tokens before its signals */
+  /* The barrier carries thread 0's view to the others (cumulativity). */
+  if (!gin_coop_any(GIN_COOP_BLOCK, last)) return;
   gin_team_t world = gin_team_world(dc);
-  for (int e = ep_lane(); e < g->E; e += gin_coop_size(EP_WARP)) {
-    uint64_t count = gin_load_acquire_u64(&args.scratch[e]);
+  EP_FOR_THREADS(e, g->E) {
+    uint64_t count = gin_load_relaxed_u64(&args.scratch[e]);
     int dst = e / g->L;
     if (gin_signal(dc, dst % dc->nctx, world, dst,
                    gin_remote_signal_add(
                        gin_ep_dsig(g, args.set, e % g->L, g->me), count + 1),
                    GIN_COOP_THREAD))
       return;
-    gin_store_release_u64(&args.scratch[e], 0);
+    gin_store_relaxed_u64(&args.scratch[e], 0); /* read by the next launch */
   }
-  if (ep_lane() == 0) gin_store_release_u64(done, 0);
+  if (gin_thread_idx() == 0) gin_store_relaxed_u64(done, 0);
 }
 
 /* Receive phase: the work of local expert le is split into args.split
@@ -164,8 +164,10 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
     int off = 0;
     for (int r = 0; r < g->R; r++) {
       int sig = gin_ep_dsig(g, args.set, le, r);
+      /* Ordered by the waiting thread's acquire and the barrier above. */
       int64_t got =
-          (int64_t)(gin_signal_read(dc, sig) - gin_signal_shadow(dc, sig) - 1);
+          (int64_t)(gin_dev_peek2_(&dc->signals[sig], gin_dev_psig_(dc, sig)) -
+                    gin_signal_shadow(dc, sig) - 1);
       if (got < 0 || got > g->M) { /* never from a correct peer: no copy */
         if (gin_thread_idx() == 0)
           gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, got,
@@ -220,41 +222,60 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   }
 }
 
-/* Send phase of combine: warp w takes the received tokens w, w + warps,
- * ... of every local expert and returns its expert output to the token's
- * (set, t, k) slot at the source, with a signal increment: stored there
- * directly where the source is mapped, else staged in the window and put.
- */
-GIN_KERNEL(k_ep_combine_send, gin_ep_args_t) {
-  const gin_ep_geom_t *g = &args.g;
-  const gin_devcomm_t *dc = &args.dc;
+/* Send phase of combine: the received tokens of all local experts,
+ * numbered in expert order; warp w takes numbers w, w + warps, ... and
+ * returns each token's expert output to the token's (set, t, k) slot at
+ * the source, with a signal increment: stored there directly where the
+ * source is mapped, else staged in the window and put. A warp reads the
+ * counts of 32 experts at once (lane i expert base + i), finds by a
+ * prefix sum which of them hold numbers of its own, and serves those. */
+GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
+                                    int cnt, int step) {
+  const gin_ep_geom_t *g = &a->g;
+  const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
   int slots = g->R * g->M, lane = ep_lane(), nl = gin_coop_size(EP_WARP);
+  for (int slot = first; slot < cnt; slot += step) {
+    size_t s = (size_t)le * (size_t)slots + (size_t)slot;
+    int r = a->r.src_rank[s], t = a->r.src_token[s], k = a->src_k[s];
+    int ctx = r % dc->nctx, path = gin_dev_path_(dc, r);
+    const char *row = (const char *)(a->y + s * (size_t)g->H);
+    size_t coff = gin_ep_crecv_off(g, a->set, t, k);
+    gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, a->set, t));
+    int rc;
+    if (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF) {
+      char *p = (char *)gin_window_peer_ptr(dc, a->win, world, r, coff);
+      gin_copy_coop(p, row, (size_t)g->H * 2, lane, nl);
+      rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);
+    } else {
+      gin_copy_coop(a->base + gin_ep_csend_off(g, le, slot), row,
+                    (size_t)g->H * 2, lane, nl);
+      rc = gin_put(dc, ctx, world, r, a->win, coff, a->win,
+                   gin_ep_csend_off(g, le, slot), (size_t)g->H * 2, inc,
+                   gin_local_none(), EP_WARP);
+    }
+    if (rc) return rc;
+  }
+  return GIN_SUCCESS;
+}
+
+GIN_KERNEL(k_ep_combine_send, gin_ep_args_t) {
+  const gin_ep_geom_t *g = &args.g;
+  int lane = ep_lane(), nl = gin_coop_size(EP_WARP);
   int gw = ep_warp(), nw = ep_nwarps();
-  /* The received tokens of all local experts, numbered in expert order:
-   * warp gw takes numbers gw, gw + nw, ... */
-  for (int le = 0, pre = 0; le < g->L; pre += args.r.count[le], le++) {
-    int cnt = args.r.count[le];
-    for (int slot = ((gw - pre) % nw + nw) % nw; slot < cnt; slot += nw) {
-      size_t s = (size_t)le * (size_t)slots + (size_t)slot;
-      int r = args.r.src_rank[s], t = args.r.src_token[s], k = args.src_k[s];
-      int ctx = r % dc->nctx, path = gin_dev_path_(dc, r);
-      const char *row = (const char *)(args.y + s * (size_t)g->H);
-      size_t coff = gin_ep_crecv_off(g, args.set, t, k);
-      gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, args.set, t));
-      int rc;
-      if (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF) {
-        char *p = (char *)gin_window_peer_ptr(dc, args.win, world, r, coff);
-        gin_copy_coop(p, row, (size_t)g->H * 2, lane, nl);
-        rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);
-      } else {
-        gin_copy_coop(args.base + gin_ep_csend_off(g, le, slot), row,
-                      (size_t)g->H * 2, lane, nl);
-        rc = gin_put(dc, ctx, world, r, args.win, coff, args.win,
-                     gin_ep_csend_off(g, le, slot), (size_t)g->H * 2, inc,
-                     gin_local_none(), EP_WARP);
-      }
-      if (rc) return;
+  for (int base = 0, pre = 0; base < g->L; base += nl) {
+    int le = base + lane;
+    uint32_t cnt = le < g->L ? (uint32_t)args.r.count[le] : 0;
+    uint32_t incl = gin_coop_scan_u32(EP_WARP, cnt);
+    int mine = pre + (int)(incl - cnt);       /* expert le's first number */
+    int first = ((gw - mine) % nw + nw) % nw; /* this warp's first slot */
+    int has = first < (int)cnt;
+    pre += (int)gin_coop_shfl_u32(EP_WARP, incl, nl - 1);
+    for (int src; (src = gin_coop_first(EP_WARP, has)) >= 0;) {
+      int f = (int)gin_coop_shfl_u32(EP_WARP, (uint32_t)first, src);
+      int c = (int)gin_coop_shfl_u32(EP_WARP, cnt, src);
+      if (lane == src) has = 0;
+      if (ep_combine_expert(&args, base + src, f, c, nw)) return;
     }
   }
 }

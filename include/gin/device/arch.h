@@ -123,6 +123,37 @@ GIN_DEVICE_FN uint64_t gin_coop_bcast_u64(gin_coop_t c, uint64_t v) {
   if (c != GIN_COOP_WARP) return v;
   return (uint64_t)__shfl_sync(0xffffffffu, (unsigned long long)v, 0);
 }
+/* Scans and lane exchanges of a THREAD or WARP coop (a BLOCK coop has no
+ * lanes: trap). Inclusive prefix sum in rank order. */
+GIN_DEVICE_FN uint32_t gin_coop_scan_u32(gin_coop_t c, uint32_t v) {
+  if (c == GIN_COOP_BLOCK) __trap();
+  if (c != GIN_COOP_WARP) return v;
+  int lane = (int)(threadIdx.x & 31);
+  for (int d = 1; d < 32; d *= 2) {
+    uint32_t o = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v += o;
+  }
+  return v;
+}
+/* The value of rank `src` of the coop. */
+GIN_DEVICE_FN uint32_t gin_coop_shfl_u32(gin_coop_t c, uint32_t v, int src) {
+  if (c == GIN_COOP_BLOCK) __trap();
+  if (c != GIN_COOP_WARP) return v;
+  return __shfl_sync(0xffffffffu, v, src);
+}
+/* The lowest rank of the coop whose `pred` is nonzero, -1 if none. */
+GIN_DEVICE_FN int gin_coop_first(gin_coop_t c, int pred) {
+  if (c == GIN_COOP_BLOCK) __trap();
+  if (c != GIN_COOP_WARP) return pred ? 0 : -1;
+  return __ffs(__ballot_sync(0xffffffffu, pred)) - 1;
+}
+/* Synchronises the coop (any kind) and tells every thread whether any
+ * thread's `pred` is nonzero. */
+GIN_DEVICE_FN int gin_coop_any(gin_coop_t c, int pred) {
+  if (c == GIN_COOP_WARP) return __any_sync(0xffffffffu, pred);
+  if (c == GIN_COOP_BLOCK) return __syncthreads_or(pred);
+  return pred;
+}
 #else
 GIN_DEVICE_FN int gin_coop_size(gin_coop_t c) { return 1; }
 GIN_DEVICE_FN int gin_coop_rank(gin_coop_t c) { return 0; }
@@ -133,6 +164,14 @@ GIN_DEVICE_FN uint32_t gin_coop_sum_u32(gin_coop_t c, uint32_t v) { return v; }
 GIN_DEVICE_FN uint64_t gin_coop_bcast_u64(gin_coop_t c, uint64_t v) {
   return v;
 }
+GIN_DEVICE_FN uint32_t gin_coop_scan_u32(gin_coop_t c, uint32_t v) { return v; }
+GIN_DEVICE_FN uint32_t gin_coop_shfl_u32(gin_coop_t c, uint32_t v, int src) {
+  return v;
+}
+GIN_DEVICE_FN int gin_coop_first(gin_coop_t c, int pred) {
+  return pred ? 0 : -1;
+}
+GIN_DEVICE_FN int gin_coop_any(gin_coop_t c, int pred) { return pred != 0; }
 #endif
 
 /* ------------------------------------------------ ordering primitives */
@@ -157,6 +196,10 @@ GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
   uint64_t v;
   asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
+}
+/* A store other agents see, ordering nothing. */
+GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 GIN_DEVICE_FN void gin_store_release_u64(uint64_t *p, uint64_t v) {
   asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -251,6 +294,9 @@ GIN_DEVICE_FN uint64_t gin_load_acquire_u64(const uint64_t *p) {
 }
 GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN void gin_store_release_u64(uint64_t *p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
