@@ -20,7 +20,34 @@ nvidia-smi -L | tee "$OUT/gpu.txt"
 if [ "${MODE:-all}" = nvshmem ]; then
   BUILD=build-nvshmem JOBS=16 scripts/nvshmem-compare.sh "$FINAL/nvshmem" 2>&1 | tee "$OUT/nvshmem.log"
   log "nvshmem-compare: rc=${PIPESTATUS[0]}"
-  cp "$OUT/summary.txt" "$FINAL/summary.txt"; tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs && rm -rf "$OUT"
+  # EXP=patch: both rate tests of a copy with the patch applied (a
+  # reversed diff: the code before a change), under one MPS daemon.
+  if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
+    X=/tmp/exp-tree; rm -rf $X; mkdir -p $X
+    tar --exclude='./build*' -cf - . | tar -xf - -C $X
+    (cd $X && patch -p1 < "$OLDPWD/$EXP" >/dev/null && \
+      cmake -S . -B build-xn -DGIN_CUDA=ON -DGIN_DEVICE_CHECKS=OFF -DGIN_NVSHMEM=ON \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
+      cmake --build build-xn -j 16 --target ginrun gin_perf_cuda nvshmem_perf >/dev/null 2>&1) \
+      || log "experiment build failed"
+    NVH=$(sed -n 's/^NVSHMEM_HOME:[A-Z]*=//p' build-nvshmem/CMakeCache.txt)
+    export LD_LIBRARY_PATH="$NVH/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+    mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+    nvidia-cuda-mps-control -d && log "MPS started"
+    for p in gin_perf_cuda nvshmem_perf; do
+      for b in build-nvshmem $X/build-xn; do
+        tag=$p-$(basename $b)
+        timeout 120 $X/build-xn/ginrun -n 2 --timeout 100 $b/$p rate -n 300 -w 30 --reps 3 \
+          --csv "$OUT/rate_$tag.csv" >"$OUT/rate_$tag.log" 2>&1
+        log "rate $tag: rc=$? $(grep -h '^rate' "$OUT/rate_$tag.csv" 2>/dev/null | head -1)"
+      done
+    done
+    echo quit | nvidia-cuda-mps-control; sleep 1
+  fi
+  # One archive: the device tool brings back only a few files per call.
+  cp "$OUT/summary.txt" "$FINAL/summary.txt"
+  tar -C "$FINAL" -czf "$FINAL/logs.tgz" logs nvshmem && rm -rf "$OUT" "$FINAL/nvshmem"
   exit 0
 fi
 log "build $(date -u +%FT%TZ)"

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "perf/peer_common.h"
 #include "perf/perf.h"
 
 enum { SIG_DATA = 1, SIG_ACK = 2 };
@@ -21,7 +22,8 @@ typedef struct bw_args {
 } bw_args_t;
 
 /* Each block puts `iters` messages to the peer (bw: the block's own
- * region, block-issued; rate: 8 bytes per thread, thread-issued), then one
+ * region, block-issued; rate: 8 bytes per thread, thread-issued, each put
+ * to its own slot, so that no two stores could be merged), then one
  * signal per block. The receiver waits for every block's signal and
  * acknowledges; with bidir both ranks do both. */
 GIN_KERNEL(k_bw, bw_args_t) {
@@ -34,10 +36,13 @@ GIN_KERNEL(k_bw, bw_args_t) {
   if (sends) {
     if (args.rate) {
       int t = gin_thread_idx(), nt = gin_block_dim();
-      size_t off = PERF_DATA + ((size_t)b * (size_t)nt + (size_t)t) * 8;
-      for (int i = 0; i < args.iters; i++)
+      size_t slot = (size_t)b * (size_t)nt + (size_t)t;
+      size_t every = (size_t)nb * (size_t)nt; /* one put of each thread */
+      for (int i = 0; i < args.iters; i++) {
+        size_t off = PERF_DATA + (slot + (size_t)i * every) * 8;
         gin_put(dc, ctx, world, peer, args.win, off, args.win, off, 8,
                 gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
+      }
       gin_signal(dc, ctx, world, peer, gin_remote_signal_inc(SIG_DATA),
                  GIN_COOP_BLOCK);
     } else {
@@ -131,7 +136,7 @@ void perf_bw(perf_env_t *env, int bidir) {
 void perf_rate(perf_env_t *env) {
   const perf_opts_t *o = &env->o;
   int threads = perf_coop_threads(GIN_COOP_BLOCK) > 1 ? o->threads : 1;
-  size_t need = (size_t)o->blocks * (size_t)threads * 8;
+  size_t need = PEER_RATE_BYTES(o->blocks, threads, o->iters);
   if (need > env->win_bytes - PERF_DATA) {
     perf_note(env, "rate: window too small for %d x %d threads", o->blocks,
               threads);
@@ -142,7 +147,7 @@ void perf_rate(perf_env_t *env) {
   a.dc = env->dc;
   a.win = env->win;
   a.bytes = 8;
-  a.iters = o->iters < 100 ? o->iters : 100;
+  a.iters = o->iters < PEER_MOST_PUTS ? o->iters : PEER_MOST_PUTS;
   a.rate = 1;
   a.samples = env->samples;
   double t[64];
@@ -154,8 +159,8 @@ void perf_rate(perf_env_t *env) {
   perf_stats_d(t, reps, &med, &max);
   double ops = (double)o->blocks * threads * a.iters;
   perf_note(env,
-            "rate: %d blocks x %d threads x %d puts of 8 bytes, %d "
-            "contexts, median of %d",
+            "rate: %d blocks x %d threads x %d puts of 8 bytes (each to "
+            "its own slot), %d contexts, median of %d",
             o->blocks, threads, a.iters, env->dc.nctx, reps);
   perf_row_t r = perf_row("rate", "thread", 8);
   r.median_us = med / 1000.0;

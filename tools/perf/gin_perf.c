@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   env.path = path_name();
-  size_t rate_bytes = (size_t)o->blocks * (size_t)o->threads * 8;
+  size_t rate_bytes = PEER_RATE_BYTES(o->blocks, o->threads, o->iters);
   /* Room for distinct destinations of bw's puts: up to 100 per block,
    * within a budget (at least one put of the largest size per block). */
   size_t bw_bytes = (size_t)o->blocks * o->e * 100;

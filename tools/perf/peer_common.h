@@ -19,6 +19,13 @@
 #include <time.h>
 
 #define PEER_MAX_ITERS (1 << 20) /* -n at most, as gin-perf */
+/* Puts per thread (rate) or per block (bw) at most, each to its own
+ * destination. */
+#define PEER_MOST_PUTS 100
+/* Bytes the rate test puts to: one 8-byte slot per put. */
+#define PEER_RATE_BYTES(blocks, threads, iters)                                \
+  ((size_t)(blocks) * (size_t)(threads) *                                      \
+   (size_t)((iters) < PEER_MOST_PUTS ? (iters) : PEER_MOST_PUTS) * 8)
 
 /* Who issues a ping-pong (-g), as gin-perf's coops. */
 enum { PEER_GRAN_THREAD = 0, PEER_GRAN_WARP, PEER_GRAN_BLOCK };

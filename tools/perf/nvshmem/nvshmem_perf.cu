@@ -155,14 +155,18 @@ typedef struct nvp_bw_args {
  * last one carries the block's signal, after nvshmem_quiet (NVSHMEM orders
  * a put-with-signal after its own payload only; gin's signal also follows
  * the earlier puts of its context). rate: every thread puts `iters`
- * 8-byte messages to its own slot, quiets, and the block signals once. */
+ * 8-byte messages, each to its own slot (as gin-perf: no two stores the
+ * compiler could merge), quiets, and the block signals once. */
 __global__ void k_bw(nvp_bw_args_t a) {
   int peer = 1 - a.me, b = blockIdx.x, nb = gridDim.x;
   uint64_t t0 = nvp_time_ns();
   if (a.me == 0 && a.rate) {
-    char *p = a.data + ((size_t)b * blockDim.x + threadIdx.x) * 8;
-    for (int i = 0; i < a.iters; i++)
+    size_t slot = (size_t)b * blockDim.x + threadIdx.x;
+    size_t every = (size_t)nb * blockDim.x; /* one put of each thread */
+    for (int i = 0; i < a.iters; i++) {
+      char *p = a.data + (slot + (size_t)i * every) * 8;
       nvshmem_putmem_nbi(p, p, 8, peer);
+    }
     nvshmem_quiet();
     __syncthreads();
     if (threadIdx.x == 0)
@@ -355,7 +359,7 @@ static void nvp_rate(nvp_env_t *env) {
   a.data = env->data;
   a.sig = env->sig;
   a.bytes = 8;
-  a.iters = o->iters < 100 ? o->iters : 100;
+  a.iters = o->iters < PEER_MOST_PUTS ? o->iters : PEER_MOST_PUTS;
   a.rate = 1;
   a.me = env->me;
   a.samples = env->samples;
@@ -473,7 +477,7 @@ int main(int argc, char **argv) {
     NVP_CUDA(cudaDeviceGetAttribute(&o->blocks, cudaDevAttrMultiProcessorCount,
                                     dev));
   }
-  size_t rate_bytes = (size_t)o->blocks * (size_t)o->threads * 8;
+  size_t rate_bytes = PEER_RATE_BYTES(o->blocks, o->threads, o->iters);
   size_t bw_bytes = (size_t)o->blocks * o->e * 100;
   if (bw_bytes > NVP_BW_BUDGET) bw_bytes = NVP_BW_BUDGET;
   if (bw_bytes < (size_t)o->blocks * o->e) bw_bytes = (size_t)o->blocks * o->e;
