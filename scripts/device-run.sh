@@ -52,6 +52,7 @@ if [ "${MODE:-all}" = nvshmem ]; then
 fi
 log "build $(date -u +%FT%TZ)"
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CUDA_FLAGS=-lineinfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 >>"$OUT/build.log" 2>&1 \
   || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
 # The same benchmarks without device-side argument checks.
@@ -152,6 +153,24 @@ if [ "${MODE:-all}" = ncu ]; then
     --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section Occupancy --section MemoryWorkloadAnalysis --section SourceCounters \
     $R -n 1 --timeout 200 build-dev/gin_ep_bench_cuda -n 3 -w 1 --no-baseline
+  finish
+fi
+
+# MODE=ncusrc: where the dispatch send's warps stall, per SASS instruction
+# with its source line (-lineinfo), one rank as MODE=ncu; the report and
+# a CSV of the source page land in $OUT.
+if [ "${MODE:-all}" = ncusrc ]; then
+  echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1
+  export GIN_TIMEOUT_MS=120000
+  run ncu_src timeout 300 ncu --target-processes all \
+    --kernel-name regex:"k_ep_dispatch_send" --launch-skip 6 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --section LaunchStats \
+    --import-source yes -f -o $OUT/ep_send \
+    $R -n 1 --timeout 200 build-dev/gin_ep_bench_cuda -n 3 -w 1 --no-baseline
+  ncu -i $OUT/ep_send.ncu-rep --page source --csv --print-source cuda,sass \
+    > $OUT/ep_send_source.csv 2> $OUT/ep_send_source.err
+  log "source page: $(wc -l < $OUT/ep_send_source.csv) lines, rc=$?"
+  ncu -i $OUT/ep_send.ncu-rep --page details > $OUT/ep_send_details.txt 2>&1
   finish
 fi
 

@@ -17,25 +17,24 @@
   for (int i = gin_thread_idx(); i < (n); i += gin_block_dim())
 
 /* Checks the routing table before anything is sent: every id in
- * [-1, E), no expert twice in a token. Returns 0 if fine, else records the
- * error (first block to find one) and returns nonzero in every block. */
+ * [-1, E), no expert twice in a token. Every block checks all of it (so
+ * that no block sends anything on bad input), entry p = (t, k) by thread
+ * p % threads, against the entries before it in its token. Returns 0 if
+ * fine, else records the error (first block to find one) and returns
+ * nonzero in every block. */
 GIN_DEVICE_FN int ep_routing_bad(const gin_ep_args_t *a) {
   const gin_ep_geom_t *g = &a->g;
-  int bad = 0;
-  EP_FOR_THREADS(t, a->T) {
-    for (int k = 0; k < g->K && !bad; k++) {
-      int32_t e = a->topk[(size_t)t * (size_t)g->K + (size_t)k];
-      if (e < -1 || e >= g->E) {
-        gin_dev_fail_(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, e, t,
-                      (uint64_t)k, 0, (uint64_t)g->E, 0);
-        bad = 1;
-      }
-      for (int j = 0; j < k && !bad; j++)
-        if (e >= 0 && a->topk[(size_t)t * (size_t)g->K + (size_t)j] == e) {
-          gin_dev_fail_(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, e, t,
-                        (uint64_t)k, 0, (uint64_t)g->E, 1);
-          bad = 1;
-        }
+  const int32_t *ids = a->topk;
+  int bad = 0, K = g->K;
+  EP_FOR_THREADS(p, a->T * K) {
+    int32_t e = ids[p];
+    int k = p % K, why = e < -1 || e >= g->E ? 0 : -1;
+    for (int j = p - k; j < p && why < 0 && e >= 0; j++)
+      if (ids[j] == e) why = 1;
+    if (why >= 0 && !bad) {
+      gin_dev_fail_(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, e, p / K,
+                    (uint64_t)k, 0, (uint64_t)g->E, (uint64_t)why);
+      bad = 1;
     }
   }
   return gin_coop_rc(GIN_COOP_BLOCK, -bad) != 0;
@@ -114,11 +113,9 @@ GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
    * are all issued. */
   uint64_t *done = &args.scratch[g->E];
   int last = 0;
-  if (gin_thread_idx() == 0) {
-    gin_fence_system(); /* the block's puts and counts before its arrival */
-    last = gin_fetch_add_relaxed_u64(done, 1) + 1 == (uint64_t)gin_grid_dim();
-    if (last) gin_fence_system(); /* the other blocks' before the signals */
-  }
+  if (gin_thread_idx() == 0) /* releases the block's puts and counts; the
+                              * last acquires every other block's */
+    last = gin_fetch_add_acq_rel_u64(done, 1) + 1 == (uint64_t)gin_grid_dim();
   /* The barrier carries thread 0's view to the others (cumulativity). */
   if (!gin_coop_any(GIN_COOP_BLOCK, last)) return;
   gin_team_t world = gin_team_world(dc);

@@ -236,6 +236,15 @@ GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v) {
                : "memory");
   return old;
 }
+/* The same at system scope (observers on other GPUs and the host). */
+GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_u64(uint64_t *p, uint64_t v) {
+  uint64_t old;
+  asm volatile("atom.acq_rel.sys.global.add.u64 %0, [%1], %2;"
+               : "=l"(old)
+               : "l"(p), "l"(v)
+               : "memory");
+  return old;
+}
 GIN_DEVICE_FN uint32_t gin_cas_u32(uint32_t *p, uint32_t expect, uint32_t v) {
   return atomicCAS_system((unsigned int *)p, expect, v);
 }
@@ -317,6 +326,9 @@ GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_u64(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
 GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
