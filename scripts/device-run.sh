@@ -12,6 +12,22 @@ FINAL=$OUT
 OUT=$FINAL/logs   # everything lands here; packed into logs.tgz at the end
 mkdir -p "$OUT"
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+# EXP=patch (modes nvshmem, epx, check): a copy of the tree at $X with
+# the patch applied (a reversed diff gives the code before a change),
+# built beside this one so that both run in the same session.
+X=/tmp/exp-tree
+exp_copy() {
+  local root=$PWD
+  rm -rf $X && mkdir -p $X && tar --exclude='./build*' -cf - . | tar -xf - -C $X &&
+    (cd $X && patch -p1 < "$root/$EXP" >/dev/null) || log "experiment patch failed"
+}
+exp_build() { # build dir, cmake options (one word list), targets...
+  local dir=$1 opts=$2
+  shift 2
+  # shellcheck disable=SC2086 # opts is a list of options
+  (cd $X && cmake -S . -B "$dir" $opts -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+    cmake --build "$dir" -j 16 --target "$@" >/dev/null 2>&1) || log "experiment build failed ($dir)"
+}
 
 nvidia-smi -L | tee "$OUT/gpu.txt"
 # MODE=nvshmem: gin against NVSHMEM side by side (issue 8). The script
@@ -23,13 +39,8 @@ if [ "${MODE:-all}" = nvshmem ]; then
   # EXP=patch: both rate tests of a copy with the patch applied (a
   # reversed diff: the code before a change), under one MPS daemon.
   if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
-    X=/tmp/exp-tree; rm -rf $X; mkdir -p $X
-    tar --exclude='./build*' -cf - . | tar -xf - -C $X
-    (cd $X && patch -p1 < "$OLDPWD/$EXP" >/dev/null && \
-      cmake -S . -B build-xn -DGIN_CUDA=ON -DGIN_DEVICE_CHECKS=OFF -DGIN_NVSHMEM=ON \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
-      cmake --build build-xn -j 16 --target ginrun gin_perf_cuda nvshmem_perf >/dev/null 2>&1) \
-      || log "experiment build failed"
+    exp_copy && exp_build build-xn "-DGIN_CUDA=ON -DGIN_DEVICE_CHECKS=OFF -DGIN_NVSHMEM=ON" \
+      ginrun gin_perf_cuda nvshmem_perf
     NVH=$(sed -n 's/^NVSHMEM_HOME:[A-Z]*=//p' build-nvshmem/CMakeCache.txt)
     export LD_LIBRARY_PATH="$NVH/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -129,11 +140,7 @@ if [ "${MODE:-all}" = epx ]; then
   # reversed diff gives the code before a change), alternating with this
   # tree's, so both sides share the run.
   if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
-    X=/tmp/exp-tree; rm -rf $X; mkdir -p $X
-    tar --exclude='./build*' -cf - . | tar -xf - -C $X
-    (cd $X && patch -p1 < "$OLDPWD/$EXP" >/dev/null && \
-      cmake -S . -B build-xc -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
-      cmake --build build-xc -j 16 --target gin_ep_bench_cuda >/dev/null 2>&1) || log "experiment build failed"
+    exp_copy && exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda
     for n in 2 4 8; do
       run ep_bench_exp_$n $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_exp_$n.csv
       run ep_bench_again_$n $R -n $n --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_again_$n.csv
@@ -194,13 +201,8 @@ if [ "${MODE:-all}" = check ]; then
   # EXP=patch: gin-perf's 8-byte round trip (checks off) of this tree and
   # of a copy with the patch applied, alternating (a latency experiment).
   if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
-    X=/tmp/exp-tree; rm -rf $X; mkdir -p $X
-    tar --exclude='./build*' -cf - . | tar -xf - -C $X
-    (cd $X && patch -p1 < "$OLDPWD/$EXP" >/dev/null && cmake -S . -B build-x -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 \
-      -DGIN_DEVICE_CHECKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
-      cmake --build build-x -j 16 --target gin_perf_cuda >/dev/null 2>&1 && \
-      cmake -S . -B build-xc -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && \
-      cmake --build build-xc -j 16 --target gin_ep_bench_cuda test_ep_cuda >/dev/null 2>&1) || log "experiment build failed"
+    exp_copy && exp_build build-x "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF" gin_perf_cuda &&
+      exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda test_ep_cuda
     PN=build-dev-nochecks/gin_perf_cuda; PX=$X/build-x/gin_perf_cuda
     for i in 1 2; do
       pf pp_base_$i $R -n 2 --timeout 60 $PN pingpong -b 8 -e 8 -n 5000 -w 500
