@@ -3,8 +3,8 @@
 # suite with 2, 4 and 8 ranks on the one GPU under MPS, the bad-input suite,
 # the demo, and compute-sanitizer memcheck on one configuration.
 # Logs go to $OUT (or ./device-out). Usage: scripts/device-run.sh
-# (MODE=perf: only the build and gin-perf; MODE=ep, ladder, nvshmem, epx:
-# see each below. Modes of earlier sessions' diagnoses (diag, diag2,
+# (MODE=perf: only the build and gin-perf; MODE=ep, ladder, nvshmem, epx,
+# ncu, check: see each below. Modes of earlier sessions' diagnoses (diag, diag2,
 # diag3, px, epdebug, final, nvs3) are in the history, up to 4ee529a.)
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -149,35 +149,26 @@ if [ "${MODE:-all}" = epx ]; then
   finish
 fi
 
-# MODE=ncu: Nsight Compute on the EP send kernels, one rank (nothing to
-# wait for, so kernel replay works; the same bytes as a rank of a 2-rank
-# run), no MPS: where their time goes (stall reasons, memory, occupancy).
+# MODE=ncu: Nsight Compute on the EP send kernels (NCU_KERNELS, a regex;
+# NCU_COUNT launches), one rank (nothing to wait for, so kernel replay
+# works; the same bytes as a rank of a 2-rank run), no MPS: where their
+# time goes (stall reasons, memory, occupancy), and the stall samples per
+# SASS instruction with its source line (-lineinfo) as a CSV of the
+# source page; the report lands in $OUT.
 if [ "${MODE:-all}" = ncu ]; then
   echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1
   export GIN_TIMEOUT_MS=120000
-  run ncu_ep_send timeout 240 ncu --target-processes all \
-    --kernel-name regex:"k_ep_(dispatch|combine)_send" --launch-skip 6 --launch-count 2 \
+  run ncu_ep_send timeout 300 ncu --target-processes all \
+    --kernel-name regex:"${NCU_KERNELS:-k_ep_(dispatch|combine)_send}" \
+    --launch-skip 6 --launch-count "${NCU_COUNT:-2}" \
     --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section Occupancy --section MemoryWorkloadAnalysis --section SourceCounters \
-    $R -n 1 --timeout 200 build-dev/gin_ep_bench_cuda -n 3 -w 1 --no-baseline
-  finish
-fi
-
-# MODE=ncusrc: where the dispatch send's warps stall, per SASS instruction
-# with its source line (-lineinfo), one rank as MODE=ncu; the report and
-# a CSV of the source page land in $OUT.
-if [ "${MODE:-all}" = ncusrc ]; then
-  echo quit | nvidia-cuda-mps-control 2>/dev/null; sleep 1
-  export GIN_TIMEOUT_MS=120000
-  run ncu_src timeout 300 ncu --target-processes all \
-    --kernel-name regex:"k_ep_dispatch_send" --launch-skip 6 --launch-count 1 \
-    --section SourceCounters --section WarpStateStats --section LaunchStats \
     --import-source yes -f -o $OUT/ep_send \
     $R -n 1 --timeout 200 build-dev/gin_ep_bench_cuda -n 3 -w 1 --no-baseline
+  ncu -i $OUT/ep_send.ncu-rep --page details > $OUT/ep_send_details.txt 2>&1
   ncu -i $OUT/ep_send.ncu-rep --page source --csv --print-source cuda,sass \
     > $OUT/ep_send_source.csv 2> $OUT/ep_send_source.err
-  log "source page: $(wc -l < $OUT/ep_send_source.csv) lines, rc=$?"
-  ncu -i $OUT/ep_send.ncu-rep --page details > $OUT/ep_send_details.txt 2>&1
+  log "source page: $(wc -l < $OUT/ep_send_source.csv) lines"
   finish
 fi
 
