@@ -199,6 +199,14 @@ if [ "${MODE:-all}" = check ]; then
       pf pp_base_$i $R -n 2 --timeout 60 $PN pingpong -b 8 -e 8 -n 5000 -w 500
       pf pp_exp_$i $R -n 2 --timeout 60 $PX pingpong -b 8 -e 8 -n 5000 -w 500
     done
+    for g in warp block; do
+      pf pp_${g}_base $R -n 2 --timeout 60 $PN pingpong -g $g -b 8 -e 8 -n 5000 -w 500
+      pf pp_${g}_exp $R -n 2 --timeout 60 $PX pingpong -g $g -b 8 -e 8 -n 5000 -w 500
+    done
+    for i in 1 2; do
+      pf rate_base_$i $R -n 2 --timeout 60 $PN rate -n 300 -w 30 --reps 5
+      pf rate_exp_$i $R -n 2 --timeout 60 $PX rate -n 300 -w 30 --reps 5
+    done
     pf ladder_base $R -n 2 --timeout 60 $PN ladder -n 3000 -w 300
     pf ladder_exp $R -n 2 --timeout 60 $PX ladder -n 3000 -w 300
     run exp_ep_test_8 $R -n 8 --timeout 60 $X/build-xc/tests/ep/test_ep_cuda

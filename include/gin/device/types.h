@@ -22,21 +22,26 @@
 
 #define GIN_MAX_RANKS 1024
 
+/* Peers whose signal pointers and paths a devcomm, and whose window
+ * bases a window handle, carries by value: a put to one of them reads
+ * them from the kernel's parameters (constant cache, which acquires do
+ * not invalidate) instead of device tables. */
+#define GIN_INLINE_PEERS 8
+
 /* A registered window: an index into the communicator's window table and a
  * generation that changes when the slot is reused, so a stale handle is
- * caught; and this rank's own base, so a put reads its source without a
- * table load. idx and gen are the same on every rank; use a handle on the
- * rank that registered it, and only handles gin_window_register wrote. */
+ * caught; this rank's own base, so a put reads its source without a table
+ * load; and the bases of ranks 0..GIN_INLINE_PEERS-1, so a put to one of
+ * them finds its destination without one either. idx and gen are the same
+ * on every rank; use a handle on the rank that registered it, and only
+ * handles gin_window_register wrote. */
 typedef struct gin_window {
   uint32_t idx;
   uint32_t gen;
   char *local; /* this rank's base (device view), as the table holds it */
+  char *peer[GIN_INLINE_PEERS]; /* rank w's base (device view), NULL where
+                                   not mapped or w >= ranks */
 } gin_window_t;
-
-/* Peers whose signal pointers and paths a devcomm carries by value: a put
- * to one of them reads them from the kernel's parameters (constant cache,
- * which acquires do not invalidate) instead of device tables. */
-#define GIN_INLINE_PEERS 8
 
 /* Paths a peer can be reached by (device code switches on this). */
 enum {

@@ -74,12 +74,29 @@ GIN_DEVICE_FN int gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w,
   return GIN_SUCCESS;
 }
 
-/* Rank w's base of window `win` (checked by gin_dev_window_): this
- * rank's from the handle when checks are off (no load at all), others
- * with one load from the flat table, not through the window entry. */
+/* Rank w's base of window `win` (checked by gin_dev_window_): from the
+ * handle for the first GIN_INLINE_PEERS ranks and, when checks are off,
+ * this rank (no load at all: the handle sits in the kernel's parameters),
+ * others with one load from the flat table, not through the window
+ * entry. The handle's bases were written with its generation, which the
+ * checks compare with the table's. */
 GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
                                   int w) {
   if (!GIN_DEV_CHECKS_ON && w == dc->rank && win.local) return win.local;
+  /* A select, not win.peer[w]: indexing a by-value struct with a run-time
+   * index makes the compiler copy it to local memory; this compiles to a
+   * few compares and constant-bank loads. */
+  GIN_STATIC_ASSERT(GIN_INLINE_PEERS == 8, "one select per inline peer");
+  char *in = w == 0   ? win.peer[0]
+             : w == 1 ? win.peer[1]
+             : w == 2 ? win.peer[2]
+             : w == 3 ? win.peer[3]
+             : w == 4 ? win.peer[4]
+             : w == 5 ? win.peer[5]
+             : w == 6 ? win.peer[6]
+             : w == 7 ? win.peer[7]
+                      : NULL;
+  if (in) return in;
   return (char *)gin_ro_ptr(
       (void *const *)&dc
           ->win_bases[(size_t)win.idx * (size_t)dc->nranks + (size_t)w]);

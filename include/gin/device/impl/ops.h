@@ -29,6 +29,13 @@ GIN_HD_FN gin_remote_t gin_remote_signal_add(int signal, uint64_t value) {
   r.value = value;
   return r;
 }
+/* A window argument that names no window (signal and barrier
+ * descriptors). */
+GIN_HD_FN gin_window_t gin_window_none(void) {
+  gin_window_t w;
+  memset(&w, 0, sizeof w);
+  return w;
+}
 GIN_HD_FN gin_local_t gin_local_none(void) {
   gin_local_t l;
   l.kind = GIN_LOCAL_NONE;
@@ -281,10 +288,7 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
       (rc = gin_dev_path_ok_(dc, w)))
     return rc;
   if (gin_dev_path_(dc, w) == GIN_PATH_PROXY) {
-    gin_window_t none;
-    none.idx = 0;
-    none.gen = 0;
-    none.local = NULL;
+    gin_window_t none = gin_window_none();
     return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0, remote,
                          gin_local_none(), coop);
   }
@@ -473,10 +477,7 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
     if (gin_dev_path_(dc, w) == GIN_PATH_PROXY) {
       /* Arrival as a signal on the barrier counter, which follows the
        * signals in the peer's signal memory. */
-      gin_window_t none;
-      none.idx = 0;
-      none.gen = 0;
-      none.local = NULL;
+      gin_window_t none = gin_window_none();
       /* gin_dev_post_ returns the same result to the whole coop. */
       rc = gin_dev_post_(dc, 0, GIN_OP_BARRIER, w, none, 0, none, 0, 0,
                          gin_remote_signal_add(dc->nsignals + idx, 1),
