@@ -26,7 +26,8 @@
 # "-n 1000 -w 100 --reps 5"), PP_SIZES ("-b 8 -e 1048576 -f 2"),
 # BW_SIZES ("-b 4096 -e 67108864 -f 4"), GRID (bw/rate grid, default
 # gin-perf's: one block per SM, 128 threads for rate), LIMIT (seconds per
-# program, 300). Exit status 0 when every run and the table succeeded.
+# program, 300), GIN_COMMIT (the commit named in the table; default the
+# checkout's HEAD). Exit status 0 when every run and the table succeeded.
 set -u
 OUT=${1:-nvshmem-out}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
@@ -38,6 +39,9 @@ PP_SIZES=${PP_SIZES:--b 8 -e 1048576 -f 2}
 BW_SIZES=${BW_SIZES:--b 4096 -e 67108864 -f 4}
 GRID=${GRID:-}
 LIMIT=${LIMIT:-300}
+# The commit measured: GIN_COMMIT where the tree is a copy without its git
+# history (the GPU machine's), else the checkout's HEAD.
+COMMIT=${GIN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
 fails=0
 say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
@@ -62,7 +66,7 @@ NVH=$(cache NVSHMEM_HOME)
 [ -n "$NVH" ] && export LD_LIBRARY_PATH="$NVH/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 {
   echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null)"
+  echo "commit: $COMMIT"
   echo "gpu: $(nvidia-smi -L 2>/dev/null | head -1)"
   echo "build: $BUILD, GIN_DEVICE_CHECKS=$(cache GIN_DEVICE_CHECKS), $(cache CMAKE_BUILD_TYPE)"
   echo "nvshmem: $NVH"
@@ -116,7 +120,7 @@ pair() { # tag args...: gin, then NVSHMEM with the same arguments
 stop_mps
 
 ver=$(sed -n 's/.*# nvshmem_perf, \(NVSHMEM [0-9.]*\).*/\1/p' "$OUT"/nvshmem_*.log 2>/dev/null | head -1)
-title="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F), gin $(git rev-parse --short HEAD 2>/dev/null) vs ${ver:-NVSHMEM}"
+title="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F), gin $COMMIT vs ${ver:-NVSHMEM}"
 gin_csv=$(ls "$OUT"/gin_*.csv 2>/dev/null)
 nv_csv=$(ls "$OUT"/nvshmem_*.csv 2>/dev/null)
 if [ -n "$gin_csv" ] && [ -n "$nv_csv" ]; then
