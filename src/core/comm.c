@@ -20,6 +20,11 @@
 /* Most a report waits for the watcher to name a dead rank when what it
  * has (a closed connection, a broken bootstrap ring) suggests one. */
 #define COMM_SETTLE_MS 1000
+/* How long such a report waits for a death even when the watcher has no
+ * news yet: a dying process's sockets close one after another, and a
+ * proxy sleeping in poll() sees its transport's connection close before
+ * the watcher's link does. Once per communicator. */
+#define COMM_DEATH_GRACE_MS 50
 
 GIN_PARAM_STR(param_hostid, "HOSTID", "",
               "identity of this host for locality (default: hostname, boot "
@@ -629,6 +634,8 @@ static gin_result_t comm_async_error(gin_comm_t comm) {
   if ((host && (h->kind == GIN_DEVERR_TRANSPORT ||
                 h->kind == GIN_DEVERR_TIMEOUT_TRANSPORT)) ||
       foreign) {
+    if (!__atomic_exchange_n(&comm->death_grace_done, 1, __ATOMIC_ACQ_REL))
+      comm_settle(comm, COMM_DEATH_GRACE_MS, 0, 0);
     comm_settle(comm, COMM_SETTLE_MS, 0, 1);
     dev = __atomic_load_n(&e->ready, __ATOMIC_ACQUIRE) != 0;
     host = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;

@@ -98,6 +98,7 @@ struct gin_comm {
   /* peer watch (watch.c) */
   struct gin_watch *watch; /* NULL: not watching */
   gin_comm_death_t dead;
+  int death_grace_done; /* a report waited COMM_DEATH_GRACE_MS (atomic) */
 };
 
 /* Looks comm up among live communicators (never dereferences a dead

@@ -17,12 +17,17 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef GIN_TARGET_HOST
+#include <sys/eventfd.h>
+#endif
 
 #include "proxy/proxy.h"
 
@@ -32,7 +37,8 @@ GIN_PARAM_INT(param_ring_size, "PROXY_RING_SIZE", 512,
               "descriptors per ring (power of two, 8..65536)")
 GIN_PARAM_INT(param_busy_poll, "PROXY_BUSY_POLL", -1,
               "1: idle proxy threads keep polling (lowest latency, one core "
-              "each); 0: they yield, then nap 50 us; -1: the target's "
+              "each); 0: they yield, then sleep until work arrives (host "
+              "target) or nap 50 us (cuda); -1: the target's "
               "default (1 on cuda, 0 on the host target, whose ranks "
               "already compete for the cores)")
 
@@ -47,6 +53,10 @@ GIN_PARAM_STR(param_proxy_cpus, "PROXY_CPUS", "auto",
               "(no pinning), or a cpulist such as 2-3,8")
 
 #define PROXY_MAX_THREADS 16
+/* The longest an idle proxy thread sleeps in poll() before it looks at
+ * its rings, the stop flag and the transports again (a wake-up that its
+ * doorbell or sockets did not announce). */
+#define PROXY_SLEEP_MS 10
 /* How often within a batch the abort words are read again. */
 #define PROXY_ABORT_EVERY 32
 
@@ -62,6 +72,10 @@ typedef struct proxy_thread {
   pthread_t tid;
   gin_result_t start_res; /* its transports' thread_start */
   char start_msg[200];
+  /* Host target: the doorbell (an eventfd, -1 where none) that producers
+   * write when `sleeping` says the thread sleeps in poll(). */
+  int bell;
+  _Alignas(64) uint32_t sleeping;
 } proxy_thread_t;
 
 struct gin_proxy {
@@ -406,6 +420,48 @@ static void proxy_delay(struct gin_proxy *px) {
   }
 }
 
+/* Whether a descriptor waits in one of the thread's rings. */
+static int rings_ready(proxy_thread_t *th) {
+  int ready = 0;
+  pthread_mutex_lock(&th->lock);
+  for (int i = 0; i < th->nrings && !ready; i++) {
+    gin_proxy_ring_t *r = th->rings[i];
+    gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
+    ready = __atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) ==
+            (uint32_t)(r->next >> r->lap_shift) + 1;
+  }
+  pthread_mutex_unlock(&th->lock);
+  return ready;
+}
+
+/* An idle thread with a doorbell sleeps in poll() on it and on its
+ * transports' descriptors (thread 0, which progresses them) until a
+ * producer rings, a socket has something, or PROXY_SLEEP_MS pass.
+ * Returns 0 without sleeping where a transport must keep being polled. */
+static int proxy_sleep(struct gin_proxy *px, proxy_thread_t *th) {
+  struct pollfd fds[1 + GIN_TRANSPORT_MAX];
+  int n = 0;
+  fds[n++] = (struct pollfd){.fd = th->bell, .events = POLLIN};
+  for (int t = 0; th->idx == 0 && t < GIN_TRANSPORT_MAX; t++) {
+    if (!px->ops[t] || !px->ops[t]->wait_fd) continue;
+    int fd = px->ops[t]->wait_fd(px->state[t]);
+    if (fd == GIN_WAIT_BUSY) return 0;
+    if (fd >= 0) fds[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+  }
+  /* Announce the sleep, then look once more: a producer publishes, then
+   * reads `sleeping` (gin_ring_bell); between the two fences one of us
+   * sees the other. */
+  __atomic_store_n(&th->sleeping, 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (!rings_ready(th) && !__atomic_load_n(&px->stop, __ATOMIC_ACQUIRE))
+    poll(fds, (nfds_t)n, PROXY_SLEEP_MS);
+  __atomic_store_n(&th->sleeping, 0, __ATOMIC_RELAXED);
+  uint64_t v;
+  ssize_t r = read(th->bell, &v, sizeof v); /* empty it (non-blocking) */
+  (void)r;
+  return 1;
+}
+
 static void *proxy_main(void *p) {
   proxy_thread_t *th = (proxy_thread_t *)p;
   struct gin_proxy *px = th->px;
@@ -450,7 +506,10 @@ static void *proxy_main(void *p) {
       }
     /* Idle (no descriptors, no transport traffic) and not busy-polling:
      * a few more passes (the target's count), then yield the core, and
-     * after a long quiet nap 50 us at a time. */
+     * after a long quiet sleep until a producer or a socket wakes the
+     * thread (host target), or else nap 50 us at a time. Sleeping as soon
+     * as idle made the host-target tcp round trip no faster and its p99
+     * 2 x worse (each ping found its proxy asleep), PERFORMANCE.md. */
     uint64_t seen = 0;
     if (th->idx == 0)
       for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
@@ -462,7 +521,7 @@ static void *proxy_main(void *p) {
     } else if (!px->busy && ++idle > spins) {
       if (idle < 16384) {
         sched_yield();
-      } else {
+      } else if (th->bell < 0 || !proxy_sleep(px, th)) {
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
       }
@@ -482,6 +541,7 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
     pthread_mutex_init(&px->th[i].lock, NULL);
     px->th[i].px = px;
     px->th[i].idx = i;
+    px->th[i].bell = -1;
   }
   int64_t nt = param_proxy_threads();
   px->nthreads = nt < 1                   ? 1
@@ -492,6 +552,18 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
   px->trace = gin_log_enabled(GIN_LOG_TRACE, GIN_SUB_PROXY);
   px->delay_us = param_proxy_delay_us();
   gin_result_t res = GIN_SUCCESS;
+#ifdef GIN_TARGET_HOST
+  /* Doorbells: the host target's kernels are CPU threads, which can wake
+   * a sleeping proxy thread; a GPU cannot, so there proxies poll. */
+  for (int i = 0; i < px->nthreads && !px->busy; i++) {
+    px->th[i].bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (px->th[i].bell < 0) {
+      res = GIN_ERROR(GIN_ERR_SYSTEM, "proxy doorbell: eventfd: %s",
+                      strerror(errno));
+      goto free_proxy;
+    }
+  }
+#endif
   uint8_t *use = (uint8_t *)calloc((size_t)c->nranks, 1);
   if (!use) {
     res = GIN_ERROR(GIN_ERR_NOMEM, "proxy");
@@ -542,8 +614,10 @@ fini_transports:
   for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
     if (px->ops[t]) px->ops[t]->fini(px->state[t]);
 free_proxy:
-  for (int i = 0; i < PROXY_MAX_THREADS; i++)
+  for (int i = 0; i < PROXY_MAX_THREADS; i++) {
+    if (px->th[i].bell >= 0) close(px->th[i].bell);
     pthread_mutex_destroy(&px->th[i].lock);
+  }
   pthread_mutex_destroy(&px->lock);
   free(px);
   return res;
@@ -581,12 +655,19 @@ void gin_proxy_detach(gin_comm_t c) {
   struct gin_proxy *px = c->proxy;
   if (!px) return;
   __atomic_store_n(&px->stop, 1, __ATOMIC_RELEASE);
-  for (int i = 0; i < px->nthreads; i++)
+  for (int i = 0; i < px->nthreads; i++) {
+    if (px->th[i].bell >= 0) { /* wake it from poll() */
+      uint64_t one = 1;
+      ssize_t w = write(px->th[i].bell, &one, sizeof one);
+      (void)w;
+    }
     pthread_join(px->th[i].tid, NULL);
+  }
   for (int t = 0; t < GIN_TRANSPORT_MAX; t++)
     if (px->ops[t]) px->ops[t]->fini(px->state[t]);
   for (int i = 0; i < PROXY_MAX_THREADS; i++) {
     free(px->th[i].rings);
+    if (px->th[i].bell >= 0) close(px->th[i].bell);
     pthread_mutex_destroy(&px->th[i].lock);
   }
   pthread_mutex_destroy(&px->lock);
@@ -647,8 +728,15 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
   int lap_shift = 0;
   while ((1ll << lap_shift) < size)
     lap_shift++;
+  /* Round robin over the threads, continuing where the last device
+   * communicator stopped. */
+  pthread_mutex_lock(&px->lock);
+  int first = px->next_thread;
+  px->next_thread = (first + n) % px->nthreads;
+  pthread_mutex_unlock(&px->lock);
   for (int i = 0; i < n && res == GIN_SUCCESS; i++) {
     gin_proxy_ring_t *r = &rings[i];
+    r->thread = (first + i) % px->nthreads;
     r->size = (uint32_t)size;
     r->lap_shift = lap_shift;
     r->batch = size / 2 < GIN_PROXY_BATCH ? (int)(size / 2) : GIN_PROXY_BATCH;
@@ -676,6 +764,11 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
                                         (size_t)size * sizeof(gin_desc_t));
     devtab[i].prod = r->prod;
     devtab[i].size = (uint32_t)size;
+    /* The host target's producers are threads of this process: they see
+     * the serving thread's flag and ring its doorbell. */
+    proxy_thread_t *th = &px->th[r->thread];
+    devtab[i].bell = th->bell;
+    devtab[i].sleeping = th->bell >= 0 ? &th->sleeping : NULL;
   }
   void *dev = NULL;
   if (res == GIN_SUCCESS)
@@ -686,14 +779,6 @@ gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
     gin_arch_dev_free(dev);
     goto fail;
   }
-  /* Round robin over the threads, continuing where the last device
-   * communicator stopped. */
-  pthread_mutex_lock(&px->lock);
-  int first = px->next_thread;
-  px->next_thread = (first + n) % px->nthreads;
-  pthread_mutex_unlock(&px->lock);
-  for (int i = 0; i < n; i++)
-    rings[i].thread = (first + i) % px->nthreads;
   res = threads_reserve(px, rings, n);
   if (res != GIN_SUCCESS) {
     gin_arch_dev_free(dev);

@@ -744,6 +744,18 @@ static gin_result_t tcp_progress(void *state) {
   return res;
 }
 
+/* The epoll set of the connections (level-triggered: readable while a
+ * socket has data or an armed one has room); busy while a received
+ * operation waits to be applied (retried by every progress). */
+static int tcp_wait_fd(void *state) {
+  tcp_state_t *s = (tcp_state_t *)state;
+  if (s->npeers == 0) return -1;
+  if (pthread_mutex_trylock(&s->lock) != 0) return GIN_WAIT_BUSY;
+  int fd = s->nstalled > 0 ? GIN_WAIT_BUSY : s->epfd;
+  pthread_mutex_unlock(&s->lock);
+  return fd;
+}
+
 /* ------------------------------------------------------------ setup */
 
 /* Waits for the lower ranks in want[] to connect and say hello; refuses
@@ -1083,4 +1095,5 @@ const gin_transport_ops_t gin_transport_tcp = {
     .progress = tcp_progress,
     .fini = tcp_fini,
     .traffic = tcp_traffic,
+    .wait_fd = tcp_wait_fd,
 };

@@ -56,7 +56,16 @@ typedef struct gin_transport_ops {
    * serves anything, to set up what it will use (inside gin_comm_init:
    * allocating pinned memory later may wait for a spinning kernel). */
   gin_result_t (*thread_start)(void *state);
+  /* Optional, for proxies that sleep when idle (host target): a file
+   * descriptor that polls readable when progress has something to do
+   * (data arrived, a blocked send can go on), or GIN_WAIT_BUSY while
+   * progress must keep being called (work that no descriptor announces).
+   * NULL: progress never has anything to do that a ring descriptor does
+   * not start (ipc, null). Called by the thread that calls progress. */
+  int (*wait_fd)(void *state);
 } gin_transport_ops_t;
+
+#define GIN_WAIT_BUSY (-2)
 
 /* Transport ids: GIN_TRANSPORT_*_ID in core/comm.h. */
 

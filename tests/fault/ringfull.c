@@ -22,7 +22,8 @@
  *   pattern or zero, once every rank has torn down (DIR/done.R stamps).
  * MODE stall (GIN_TRANSPORT=tcp, a delay far above GIN_TIMEOUT_MS, a ring
  *   of more than STALL_PUTS slots): not the ring but the transport stays
- *   full. Rank 1's proxy stops reading:
+ *   full. Rank 1's proxy (the only one GIN_PROXY_DELAY_US pauses in this
+ *   mode) stops reading:
  *   it puts once to rank 0 and flushes, so its proxy pauses. Rank 0 then
  *   puts STALL_PUTS x STALL_BYTES to rank 1, far more than the sockets and
  *   tcp's send buffer hold and fewer than its ring's slots (no producer
@@ -312,6 +313,13 @@ int main(int argc, char **argv) {
   r.timeout_mode = !strcmp(mode, "timeout");
   r.stall_mode = !strcmp(mode, "stall");
   r.timeout_ms = fault_timeout_ms();
+  /* MODE stall: only rank 1's proxy pauses. The pause comes from the
+   * environment, the same for every rank; a rank 0 proxy woken by its
+   * first put (host-target doorbell) would pause after a batch that still
+   * fit, and never meet the full transport. */
+  const char *grank = getenv("GIN_RANK");
+  if (r.stall_mode && (!grank || atoi(grank) != 1))
+    unsetenv("GIN_PROXY_DELAY_US");
   TCHECK(gin_comm_init_from_env(&r.comm, NULL));
   TCHECK(gin_comm_rank(r.comm, &r.rank));
   TCHECK(gin_comm_size(r.comm, &r.nranks));

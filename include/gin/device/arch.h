@@ -384,6 +384,25 @@ GIN_DEVICE_FN int gin_spin_check_due(uint32_t iter) {
 }
 #endif
 
+/* After publishing a ring descriptor: wakes the ring's proxy thread if it
+ * sleeps (host target; `sleeping` is NULL on a GPU, whose proxies poll).
+ * The fence pairs with the sleeper's between setting its flag and looking
+ * at the rings once more, so one of the two sees the other. */
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN void gin_ring_bell(const uint32_t *sleeping, int bell) {}
+#else
+#include <unistd.h>
+GIN_DEVICE_FN void gin_ring_bell(const uint32_t *sleeping, int bell) {
+  if (!sleeping) return;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (__atomic_load_n(sleeping, __ATOMIC_RELAXED)) {
+    uint64_t one = 1;
+    ssize_t n = write(bell, &one, sizeof one); /* EAGAIN: already rung */
+    (void)n;
+  }
+}
+#endif
+
 /* Plain (weak) store of 16 bytes from src to dst, both 16-byte aligned:
  * one 128-bit store on the GPU (one transaction across PCIe). */
 #if GIN_ARCH_CUDA

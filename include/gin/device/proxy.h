@@ -66,7 +66,10 @@ typedef struct gin_ring {
                            credit limit: slots below it are known free */
   const uint64_t *cons; /* consumer index (host memory, device view) */
   uint32_t size;        /* power of two */
-  uint32_t pad_;
+  int32_t bell;         /* host target: the serving proxy thread's eventfd */
+  /* Host target: nonzero while that thread sleeps in poll(); a producer
+   * that sees it after publishing writes the bell. NULL on a GPU. */
+  const uint32_t *sleeping;
 } gin_ring_t;
 
 #endif

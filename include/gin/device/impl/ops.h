@@ -130,6 +130,8 @@ GIN_DEVICE_FN void gin_dev_ring_(const gin_devcomm_t *dc, int ctx,
   r->prod = (uint64_t *)gin_ro_ptr((void *const *)&g->prod);
   r->cons = (const uint64_t *)gin_ro_ptr((void *const *)&g->cons);
   r->size = gin_ro_u32(&g->size);
+  r->bell = (int32_t)gin_ro_u32((const uint32_t *)&g->bell);
+  r->sleeping = (const uint32_t *)gin_ro_ptr((void *const *)&g->sleeping);
 }
 
 /* Posts one descriptor on ctx's ring; called by every thread of the coop,
@@ -187,6 +189,7 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
       *(uint64_t *)((char *)slot + 8) = w2;
       if (gin_coop_size(coop) > 1) gin_fence_system();
       gin_store_release_u32(&slot->flag, (uint32_t)(s / ring->size) + 1);
+      gin_ring_bell(ring->sleeping, ring->bell);
     }
   }
   return gin_coop_rc(coop, rc);
