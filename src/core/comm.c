@@ -23,7 +23,7 @@
 /* How long such a report waits for a death even when the watcher has no
  * news yet: a dying process's sockets close one after another, and a
  * proxy sleeping in poll() sees its transport's connection close before
- * the watcher's link does. Once per communicator. */
+ * the watcher's link does. From the first such report on. */
 #define COMM_DEATH_GRACE_MS 50
 
 GIN_PARAM_STR(param_hostid, "HOSTID", "",
@@ -634,8 +634,15 @@ static gin_result_t comm_async_error(gin_comm_t comm) {
   if ((host && (h->kind == GIN_DEVERR_TRANSPORT ||
                 h->kind == GIN_DEVERR_TIMEOUT_TRANSPORT)) ||
       foreign) {
-    if (!__atomic_exchange_n(&comm->death_grace_done, 1, __ATOMIC_ACQ_REL))
-      comm_settle(comm, COMM_DEATH_GRACE_MS, 0, 0);
+    /* The grace runs from the first such report; every report waits out
+     * what is left of it (threads reporting at once agree). */
+    uint64_t now = gin_now_ns(), zero = 0;
+    uint64_t until = now + COMM_DEATH_GRACE_MS * 1000000ull;
+    if (!__atomic_compare_exchange_n(&comm->death_grace_until, &zero, until, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      until = zero; /* the first report's */
+    if (until > now)
+      comm_settle(comm, (int)((until - now + 999999) / 1000000), 0, 0);
     comm_settle(comm, COMM_SETTLE_MS, 0, 1);
     dev = __atomic_load_n(&e->ready, __ATOMIC_ACQUIRE) != 0;
     host = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != 0;

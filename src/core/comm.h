@@ -98,7 +98,8 @@ struct gin_comm {
   /* peer watch (watch.c) */
   struct gin_watch *watch; /* NULL: not watching */
   gin_comm_death_t dead;
-  int death_grace_done; /* a report waited COMM_DEATH_GRACE_MS (atomic) */
+  uint64_t death_grace_until; /* end of the reports' wait for a death, ns
+                                 (0: none yet; atomic) */
 };
 
 /* Looks comm up among live communicators (never dereferences a dead

@@ -442,7 +442,10 @@ static int proxy_sleep(struct gin_proxy *px, proxy_thread_t *th) {
   struct pollfd fds[1 + GIN_TRANSPORT_MAX];
   int n = 0;
   fds[n++] = (struct pollfd){.fd = th->bell, .events = POLLIN};
-  for (int t = 0; th->idx == 0 && t < GIN_TRANSPORT_MAX; t++) {
+  /* Once aborted nobody progresses the transports, whose level-triggered
+   * descriptors may then stay readable: the doorbell and the timeout only. */
+  int transports = th->idx == 0 && !gin_comm_aborted_by_(px->comm);
+  for (int t = 0; transports && t < GIN_TRANSPORT_MAX; t++) {
     if (!px->ops[t] || !px->ops[t]->wait_fd) continue;
     int fd = px->ops[t]->wait_fd(px->state[t]);
     if (fd == GIN_WAIT_BUSY) return 0;

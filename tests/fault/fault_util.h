@@ -27,6 +27,16 @@ static inline uint64_t fault_clock_ns(clockid_t clk) {
 }
 /* Within one process tree: CLOCK_MONOTONIC. */
 static inline uint64_t now_ns(void) { return fault_clock_ns(CLOCK_MONOTONIC); }
+
+/* This process's rank as its launcher says, before gin_comm_init (ginrun,
+ * torchrun, Open MPI, PMI, Slurm); NULL if none says. */
+static inline const char *fault_env_rank(void) {
+  static const char *const vars[] = {"GIN_RANK", "RANK", "OMPI_COMM_WORLD_RANK",
+                                     "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    if (getenv(vars[i])) return getenv(vars[i]);
+  return NULL;
+}
 /* Shared with scripts (date +%s%N): CLOCK_REALTIME. */
 static inline uint64_t wall_ns(void) { return fault_clock_ns(CLOCK_REALTIME); }
 

@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
   }
   if (own_host) { /* before gin reads it */
     char id[64];
-    const char *rk = getenv("GIN_RANK") ? getenv("GIN_RANK") : getenv("RANK");
+    const char *rk = fault_env_rank();
     snprintf(id, sizeof id, "netfault-host-%s", rk ? rk : "?");
     setenv("GIN_HOSTID", id, 1);
   }

@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
    * environment, the same for every rank; a rank 0 proxy woken by its
    * first put (host-target doorbell) would pause after a batch that still
    * fit, and never meet the full transport. */
-  const char *grank = getenv("GIN_RANK");
+  const char *grank = fault_env_rank();
   if (r.stall_mode && (!grank || atoi(grank) != 1))
     unsetenv("GIN_PROXY_DELAY_US");
   TCHECK(gin_comm_init_from_env(&r.comm, NULL));
