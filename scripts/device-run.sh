@@ -145,6 +145,14 @@ if [ "${MODE:-all}" = epx ]; then
       run ep_bench_exp_$n $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_exp_$n.csv
       run ep_bench_again_$n $R -n $n --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_again_$n.csv
     done
+    # EP_EXTRA: one more configuration at 2 ranks, both trees (e.g. "-e
+    # 384": more local experts than the dispatch receive's block budget).
+    if [ -n "${EP_EXTRA:-}" ]; then
+      for i in 1 2; do
+        run ep_extra_exp_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_exp_$i.csv
+        run ep_extra_$i $R -n 2 --timeout 60 $B $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_$i.csv
+      done
+    fi
   fi
   finish
 fi
