@@ -273,6 +273,14 @@ static void counters_note(gin_proxy_ring_t *r, int counter) {
   r->cnt_add[r->ncnt++] = 1;
 }
 
+/* Whether the ring's next descriptor is published (its flag says this
+ * lap); acquires its body. */
+static int ring_next_ready(const gin_proxy_ring_t *r) {
+  const gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
+  return __atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) ==
+         (uint32_t)(r->next >> r->lap_shift) + 1;
+}
+
 /* Issues up to r->batch descriptors of a ring to the transports (adding
  * theirs to *used, a bit per transport id); returns how many. Nothing is
  * complete yet: pass_complete finishes them. The abort words are read
@@ -283,12 +291,9 @@ static void counters_note(gin_proxy_ring_t *r, int counter) {
 static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
                       int *failed) {
   gin_comm_t c = px->comm;
-  const uint32_t mask = r->size - 1;
   int n = 0, aborted = *failed;
-  for (; n < r->batch; n++) {
-    gin_desc_t *slot = &r->slots[r->next & mask];
-    uint32_t want = (uint32_t)(r->next >> r->lap_shift) + 1;
-    if (__atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) != want) break;
+  for (; n < r->batch && ring_next_ready(r); n++) {
+    gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
     if (n % PROXY_ABORT_EVERY == 0 && !aborted)
       aborted = gin_comm_aborted_by_(c) != 0;
     gin_desc_t d = *slot;
@@ -424,12 +429,8 @@ static void proxy_delay(struct gin_proxy *px) {
 static int rings_ready(proxy_thread_t *th) {
   int ready = 0;
   pthread_mutex_lock(&th->lock);
-  for (int i = 0; i < th->nrings && !ready; i++) {
-    gin_proxy_ring_t *r = th->rings[i];
-    gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
-    ready = __atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) ==
-            (uint32_t)(r->next >> r->lap_shift) + 1;
-  }
+  for (int i = 0; i < th->nrings && !ready; i++)
+    ready = ring_next_ready(th->rings[i]);
   pthread_mutex_unlock(&th->lock);
   return ready;
 }

@@ -89,7 +89,7 @@ static uint64_t bw_once(perf_env_t *env, bw_args_t *a, int blocks,
 
 void perf_bw(perf_env_t *env, int bidir) {
   const perf_opts_t *o = &env->o;
-  int most = o->iters < 100 ? o->iters : 100;
+  int most = PEER_PUTS(o->iters);
   const char *test = bidir ? "bibw" : "bw";
   perf_note(env,
             "%s: %d blocks, each up to %d puts to distinct destinations "
@@ -147,7 +147,7 @@ void perf_rate(perf_env_t *env) {
   a.dc = env->dc;
   a.win = env->win;
   a.bytes = 8;
-  a.iters = o->iters < PEER_MOST_PUTS ? o->iters : PEER_MOST_PUTS;
+  a.iters = PEER_PUTS(o->iters);
   a.rate = 1;
   a.samples = env->samples;
   double t[64];

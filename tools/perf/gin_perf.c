@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
   size_t rate_bytes = PEER_RATE_BYTES(o->blocks, o->threads, o->iters);
   /* Room for distinct destinations of bw's puts: up to 100 per block,
    * within a budget (at least one put of the largest size per block). */
-  size_t bw_bytes = (size_t)o->blocks * o->e * 100;
+  size_t bw_bytes = (size_t)o->blocks * o->e * PEER_MOST_PUTS;
   if (bw_bytes > perf_bw_budget()) bw_bytes = perf_bw_budget();
   if (bw_bytes < (size_t)o->blocks * o->e) bw_bytes = (size_t)o->blocks * o->e;
   env.win_bytes = PERF_DATA + (bw_bytes > rate_bytes ? bw_bytes : rate_bytes);

@@ -20,12 +20,12 @@
 
 #define PEER_MAX_ITERS (1 << 20) /* -n at most, as gin-perf */
 /* Puts per thread (rate) or per block (bw) at most, each to its own
- * destination. */
+ * destination; PEER_PUTS(-n) is how many a run makes. */
 #define PEER_MOST_PUTS 100
+#define PEER_PUTS(iters) ((iters) < PEER_MOST_PUTS ? (iters) : PEER_MOST_PUTS)
 /* Bytes the rate test puts to: one 8-byte slot per put. */
 #define PEER_RATE_BYTES(blocks, threads, iters)                                \
-  ((size_t)(blocks) * (size_t)(threads) *                                      \
-   (size_t)((iters) < PEER_MOST_PUTS ? (iters) : PEER_MOST_PUTS) * 8)
+  ((size_t)(blocks) * (size_t)(threads) * (size_t)PEER_PUTS(iters) * 8)
 
 /* Who issues a ping-pong (-g), as gin-perf's coops. */
 enum { PEER_GRAN_THREAD = 0, PEER_GRAN_WARP, PEER_GRAN_BLOCK };

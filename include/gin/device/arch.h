@@ -119,10 +119,6 @@ GIN_DEVICE_FN uint32_t gin_coop_sum_u32(gin_coop_t c, uint32_t v) {
     v += __shfl_xor_sync(0xffffffffu, v, d);
   return v;
 }
-GIN_DEVICE_FN uint64_t gin_coop_bcast_u64(gin_coop_t c, uint64_t v) {
-  if (c != GIN_COOP_WARP) return v;
-  return (uint64_t)__shfl_sync(0xffffffffu, (unsigned long long)v, 0);
-}
 /* Scans and lane exchanges of a THREAD or WARP coop (a BLOCK coop has no
  * lanes: trap). Inclusive prefix sum in rank order. */
 GIN_DEVICE_FN uint32_t gin_coop_scan_u32(gin_coop_t c, uint32_t v) {
@@ -161,9 +157,6 @@ GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {}
 GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) { return rc; }
 GIN_DEVICE_FN float gin_coop_max_f32(gin_coop_t c, float v) { return v; }
 GIN_DEVICE_FN uint32_t gin_coop_sum_u32(gin_coop_t c, uint32_t v) { return v; }
-GIN_DEVICE_FN uint64_t gin_coop_bcast_u64(gin_coop_t c, uint64_t v) {
-  return v;
-}
 GIN_DEVICE_FN uint32_t gin_coop_scan_u32(gin_coop_t c, uint32_t v) { return v; }
 GIN_DEVICE_FN uint32_t gin_coop_shfl_u32(gin_coop_t c, uint32_t v, int src) {
   return v;

@@ -226,7 +226,7 @@ static double np_bw_once(np_env_t *env, size_t bytes, int count, cudaEvent_t a,
 
 static void np_bw(np_env_t *env) {
   const peer_opts_t *o = &env->o;
-  int most = o->iters < 100 ? o->iters : 100;
+  int most = PEER_PUTS(o->iters);
   cudaEvent_t a, b;
   NP_CUDA(cudaEventCreate(&a));
   NP_CUDA(cudaEventCreate(&b));
@@ -307,7 +307,9 @@ int main(int argc, char **argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   np_init(&env);
 
-  env.buf_bytes = o->e * 100 < NP_BUFFER_BUDGET ? o->e * 100 : NP_BUFFER_BUDGET;
+  env.buf_bytes = o->e * PEER_MOST_PUTS < NP_BUFFER_BUDGET
+                      ? o->e * PEER_MOST_PUTS
+                      : NP_BUFFER_BUDGET;
   if (env.buf_bytes < o->e) env.buf_bytes = o->e;
   NP_CUDA(cudaMalloc((void **)&env.sbuf, env.buf_bytes));
   NP_CUDA(cudaMalloc((void **)&env.rbuf, env.buf_bytes));

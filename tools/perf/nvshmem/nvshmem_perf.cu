@@ -327,7 +327,7 @@ static void nvp_bw_reps(nvp_env_t *env, nvp_bw_args_t *a, int threads,
 
 static void nvp_bw(nvp_env_t *env) {
   const peer_opts_t *o = &env->o;
-  int most = o->iters < 100 ? o->iters : 100;
+  int most = PEER_PUTS(o->iters);
   if (env->me == 0)
     printf("# bw: %d blocks, each up to %d puts to distinct destinations "
            "(as many as the data area holds), median of %d\n",
@@ -359,7 +359,7 @@ static void nvp_rate(nvp_env_t *env) {
   a.data = env->data;
   a.sig = env->sig;
   a.bytes = 8;
-  a.iters = o->iters < PEER_MOST_PUTS ? o->iters : PEER_MOST_PUTS;
+  a.iters = PEER_PUTS(o->iters);
   a.rate = 1;
   a.me = env->me;
   a.samples = env->samples;
@@ -478,7 +478,7 @@ int main(int argc, char **argv) {
                                     dev));
   }
   size_t rate_bytes = PEER_RATE_BYTES(o->blocks, o->threads, o->iters);
-  size_t bw_bytes = (size_t)o->blocks * o->e * 100;
+  size_t bw_bytes = (size_t)o->blocks * o->e * PEER_MOST_PUTS;
   if (bw_bytes > NVP_BW_BUDGET) bw_bytes = NVP_BW_BUDGET;
   if (bw_bytes < (size_t)o->blocks * o->e) bw_bytes = (size_t)o->blocks * o->e;
   env.data_bytes = bw_bytes > rate_bytes ? bw_bytes : rate_bytes;
