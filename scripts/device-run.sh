@@ -180,6 +180,17 @@ if [ "${MODE:-all}" = ncu ]; then
   finish
 fi
 
+# EP_EXTRA (with EXP): one more EP configuration at 2 ranks, twice, the
+# copy with the patch ("base") and this tree ("new") in turn (e.g. "-e
+# 384": more local experts than the dispatch receive's block budget).
+ep_extra() {
+  [ -n "${EP_EXTRA:-}" ] || return 0
+  for i in 1 2; do
+    run ep_extra_base_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_base_$i.csv
+    run ep_extra_new_$i $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_new_$i.csv
+  done
+}
+
 # MODE=check: correctness only, for a landing: conformance (direct, proxy
 # ipc with a tiny ring, proxy tcp), bad input, the EP suite on every path,
 # a short soak and the cuda fault tests.
@@ -197,9 +208,23 @@ if [ "${MODE:-all}" = check ]; then
   run ep_badinput_3 $R -n 3 --timeout 60 $E/test_ep_badinput_cuda
   run ep_hello_4 $R -n 4 --timeout 60 build-dev/gin_ep_hello_cuda
   run soak_cuda_4 $R -n 4 --timeout 60 build-dev/tests/soak/soak_cuda --seconds 5
+  # EXP=patch EXP_WHAT=ep: the EP benchmark of this tree and of a copy
+  # with the patch applied, alternating, at 2 / 4 / 8 ranks and EP_EXTRA
+  # at 2 ranks, and this tree's EP suite under memcheck (an EP change).
+  if [ -n "${EXP:-}" ] && [ -f "$EXP" ] && [ "${EXP_WHAT:-}" = ep ]; then
+    exp_copy && exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda
+    run ep_memcheck_4 $R -n 4 --timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
+    export GIN_TIMEOUT_MS=20000
+    for ni in 2:1 4:1 8:1 2:2 8:2; do # ranks:turn
+      n=${ni%:*} i=${ni#*:}
+      run ep_bench_base_${n}_$i $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_base_${n}_$i.csv
+      run ep_bench_new_${n}_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_new_${n}_$i.csv
+    done
+    ep_extra
+    export GIN_TIMEOUT_MS=15000
   # EXP=patch: gin-perf's 8-byte round trip (checks off) of this tree and
   # of a copy with the patch applied, alternating (a latency experiment).
-  if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
+  elif [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
     exp_copy && exp_build build-x "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF" gin_perf_cuda &&
       exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda test_ep_cuda
     PN=build-dev-nochecks/gin_perf_cuda; PX=$X/build-x/gin_perf_cuda
@@ -208,8 +233,12 @@ if [ "${MODE:-all}" = check ]; then
       pf pp_exp_$i $R -n 2 --timeout 60 $PX pingpong -b 8 -e 8 -n 5000 -w 500
     done
     for g in warp block; do
-      pf pp_${g}_base $R -n 2 --timeout 60 $PN pingpong -g $g -b 8 -e 8 -n 5000 -w 500
-      pf pp_${g}_exp $R -n 2 --timeout 60 $PX pingpong -g $g -b 8 -e 8 -n 5000 -w 500
+      for t in base exp base2 exp2; do
+        b=$PN; [ "${t#exp}" != "$t" ] && b=$PX
+        pf pp_${g}_$t $R -n 2 --timeout 60 $b pingpong -g $g -b 8 -e 8192 -f 8 -n 5000 -w 500
+      done
+      pf bar_${g}_base $R -n 2 --timeout 60 $PN barrier -g $g -n 5000 -w 500
+      pf bar_${g}_exp $R -n 2 --timeout 60 $PX barrier -g $g -n 5000 -w 500
     done
     for i in 1 2; do
       pf rate_base_$i $R -n 2 --timeout 60 $PN rate -n 300 -w 30 --reps 5
@@ -222,6 +251,7 @@ if [ "${MODE:-all}" = check ]; then
       run ep_bench_base_$n $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda -n 30 -w 3 --csv $OUT/ep_bench_base_$n.csv
       run ep_bench_exp_$n $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 30 -w 3 --csv $OUT/ep_bench_exp_$n.csv
     done
+    ep_extra
   fi
   # (not the two known to fail: direct writes into a dead rank's memory)
   # The figures of the landed code: EP at 2 / 4 / 8 ranks, the 8-byte

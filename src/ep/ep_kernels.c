@@ -445,11 +445,13 @@ gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream) {
 
 gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream) {
   /* Every block waits. Within the budget few local experts get several
-   * blocks each; past it an expert's work is cut in four, so that blocks
-   * taking more than one unit leave a short tail. */
+   * blocks each; past it a block takes whole experts one after another
+   * (cutting each in four measured 2.3 x slower on the H200 with 192
+   * local experts on 148 blocks: every unit waits for and reads all the
+   * counts, and its warps have fewer tokens to share). */
   gin_ep_args_t b = *a;
   int budget = ep_wait_budget(EP_WAIT_DISPATCH, a->near), L = a->g.L;
-  b.split = L <= budget ? budget / (L > 0 ? L : 1) : 4;
+  b.split = L <= budget ? budget / (L > 0 ? L : 1) : 1;
   int units = L * b.split;
   return gin_launch(k_ep_dispatch_recv,
                     ep_grid(units < budget ? units : budget), EP_THREADS,

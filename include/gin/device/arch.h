@@ -247,7 +247,6 @@ GIN_DEVICE_FN void gin_max_release_u64(uint64_t *p, uint64_t v) {
                : "memory");
 }
 GIN_DEVICE_FN void gin_fence_system(void) { __threadfence_system(); }
-GIN_DEVICE_FN void gin_fence_gpu(void) { __threadfence(); }
 /* Reads of tables that do not change while kernels run (window table,
  * peer pointer tables, paths): through the read-only cache, which the
  * acquire loads of the waits do not flush. */
@@ -339,9 +338,6 @@ GIN_DEVICE_FN void gin_max_release_u64(uint64_t *p, uint64_t v) {
   }
 }
 GIN_DEVICE_FN void gin_fence_system(void) {
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
-GIN_DEVICE_FN void gin_fence_gpu(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 GIN_DEVICE_FN uint64_t gin_ro_u64(const uint64_t *p) { return *p; }

@@ -79,12 +79,15 @@ GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc) {
 
 /* ------------------------------------------------------- remote actions */
 
-/* Applies a remote action at world rank `w` once the payload is written.
- * Called by one thread of the coop after the coop synchronised, so the
- * release covers every thread's payload stores. */
-GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
-                                  gin_remote_t remote, int coop_size) {
-  if (remote.kind == GIN_REMOTE_NONE) return GIN_SUCCESS;
+/* Applies a remote action at world rank `w` once the payload is written
+ * (direct path; it cannot fail). Called by one thread of the coop after
+ * the coop synchronised: the release is cumulative, so it covers every
+ * thread's payload stores that the barrier ordered before it (PTX memory
+ * model; a release is a fence.acq_rel and the write, so a fence of its
+ * own before it would add nothing). */
+GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w,
+                                   gin_remote_t remote) {
+  if (remote.kind == GIN_REMOTE_NONE) return;
   /* Mark the kind of update in the target's mode word (no round trip);
    * the waiter reports a signal that saw both kinds. The release below
    * orders this mark before the signal update. */
@@ -97,14 +100,10 @@ GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w,
                            remote.signal,
                        remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
                                                             : GIN_SIGMODE_ADD);
-  if (gin_dev_near_(dc, w)) { /* same GPU: GPU scope orders enough */
-    if (coop_size > 1) gin_fence_gpu();
+  if (gin_dev_near_(dc, w)) /* same GPU: GPU scope orders enough */
     gin_add_release_gpu_u64(&sig[remote.signal], remote.value);
-  } else {
-    if (coop_size > 1) gin_fence_system();
+  else
     gin_add_release_u64(&sig[remote.signal], remote.value);
-  }
-  return GIN_SUCCESS;
 }
 
 GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
@@ -187,7 +186,7 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
       memcpy(&w2, (const char *)&d + 8, 8);
       *(uint32_t *)((char *)slot + 4) = w1;
       *(uint64_t *)((char *)slot + 8) = w2;
-      if (gin_coop_size(coop) > 1) gin_fence_system();
+      /* Cumulative: covers the coop's source writes before the barrier. */
       gin_store_release_u32(&slot->flag, (uint32_t)(s / ring->size) + 1);
       gin_ring_bell(ring->sleeping, ring->bell);
     }
@@ -239,11 +238,14 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     return GIN_SUCCESS;
   gin_coop_sync(coop);
   if (cr == 0) {
-    rc = gin_dev_remote_(dc, w, remote, cs);
-    if (rc == GIN_SUCCESS && local.kind == GIN_LOCAL_COUNTER_INC)
+    gin_dev_remote_(dc, w, remote);
+    if (local.kind == GIN_LOCAL_COUNTER_INC)
       gin_add_release_u64(&dc->counters[local.counter], 1);
   }
-  return gin_coop_rc(coop, rc);
+  /* Nothing after the checks fails on this path, so the coop needs no
+   * closing barrier: every thread is past its part of the copy (the
+   * barrier above), and the rest is the first thread's. */
+  return GIN_SUCCESS;
 }
 
 GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
@@ -275,9 +277,9 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
       for (int i = 0; i < bytes; i++)
         d[i] = (char)(value >> (8 * i));
     }
-    rc = gin_dev_remote_(dc, w, remote, 1);
+    gin_dev_remote_(dc, w, remote);
   }
-  return gin_coop_rc(coop, rc);
+  return GIN_SUCCESS; /* as gin_put: no failure past the checks */
 }
 
 GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
@@ -296,9 +298,8 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                          gin_local_none(), coop);
   }
   gin_coop_sync(coop);
-  if (gin_coop_rank(coop) == 0)
-    rc = gin_dev_remote_(dc, w, remote, gin_coop_size(coop));
-  return gin_coop_rc(coop, rc);
+  if (gin_coop_rank(coop) == 0) gin_dev_remote_(dc, w, remote);
+  return GIN_SUCCESS; /* as gin_put: no failure past the checks */
 }
 
 GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
@@ -337,13 +338,19 @@ GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
   return GIN_SUCCESS;
 }
 
+/* Waits of a coop: its first thread polls, the others wait at the
+ * barrier that hands them its result (gin_coop_rc). The barrier orders
+ * their later reads after the first thread's acquire (bar.sync and
+ * bar.warp.sync order memory among the threads they synchronise), and a
+ * block's other warps no longer poll the same word beside it. */
 GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
                                   uint64_t least, gin_coop_t coop) {
   int rc = gin_dev_signal_id_(dc, -1, signal);
-  if (rc == GIN_SUCCESS)
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0) {
     rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
                        least, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
-  if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
+    if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
+  }
   return gin_coop_rc(coop, rc);
 }
 
@@ -390,10 +397,12 @@ gin_signal_wait_follow_shadow(const gin_devcomm_t *dc, int signal,
   int rc = gin_dev_signal_id_(dc, -1, signal);
   if (rc) return rc;
   uint64_t old = dc->shadows[signal];
-  rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
-                     old + least_delta, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal,
-                     -1);
-  if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
+  if (gin_coop_rank(coop) == 0) { /* as gin_signal_wait */
+    rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
+                       old + least_delta, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal,
+                       -1);
+    if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
+  }
   rc = gin_coop_rc(coop, rc);
   /* Thread 0 decides the new shadow; the coop reads it back so every
    * thread reports the same before/delta. */
@@ -421,7 +430,7 @@ GIN_DEVICE_FN uint64_t gin_counter_read(const gin_devcomm_t *dc, int counter) {
 GIN_DEVICE_FN int gin_counter_wait(const gin_devcomm_t *dc, int counter,
                                    uint64_t least, gin_coop_t coop) {
   int rc = gin_dev_counter_id_(dc, counter);
-  if (rc == GIN_SUCCESS)
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0) /* as gin_signal_wait */
     rc = gin_dev_wait_(dc, &dc->counters[counter], gin_dev_pcnt_(dc, counter),
                        least, GIN_COUNTER_BITS, GIN_DEVERR_TIMEOUT_COUNTER,
                        counter, -1);
@@ -465,10 +474,10 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
     if (rc) return rc;
   }
   /* Every thread's earlier writes must precede the arrivals: direct ones
-   * by the fence, proxied ones by draining every ring (the transports
+   * by the barrier and the arrivals' release (cumulative, as in
+   * gin_dev_remote_), proxied ones by draining every ring (the transports
    * deliver each peer's operations in the order they were consumed). */
   gin_coop_sync(coop);
-  gin_fence_system();
   int rc = GIN_SUCCESS;
   for (int x = 0; x < dc->nctx && rc == GIN_SUCCESS; x++)
     rc = gin_dev_ring_drain_(dc, x);
@@ -491,9 +500,10 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
           &((uint64_t *)gin_ro_ptr((void *const *)&dc->peer_bar[w]))[idx], 1);
     }
   }
-  rc = gin_dev_wait_(dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
-                     epoch * (uint64_t)team.size, 64,
-                     GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
+  if (cr == 0) /* as gin_signal_wait */
+    rc = gin_dev_wait_(dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
+                       epoch * (uint64_t)team.size, 64,
+                       GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
   rc = gin_coop_rc(coop, rc);
   if (cr == 0) dc->bar_epoch[idx] = epoch;
   gin_coop_sync(coop);
