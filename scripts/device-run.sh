@@ -69,7 +69,7 @@ cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelW
 # The same benchmarks without device-side argument checks.
 cmake -S . -B build-dev-nochecks -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
-  cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda test_ep_cuda >>"$OUT/build.log" 2>&1 \
+  cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda test_ep_cuda conformance_cuda >>"$OUT/build.log" 2>&1 \
   || log "nochecks build failed"
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -198,6 +198,9 @@ if [ "${MODE:-all}" = check ]; then
   export GIN_TIMEOUT_MS=15000
   E=build-dev/tests/ep
   for n in 2 4 8; do run conformance_cuda_$n $R -n $n --timeout 60 $T/conformance_cuda; done
+  # Checks compiled out, as the benchmarks build it.
+  for n in 2 8; do run conformance_nochecks_$n $R -n $n --timeout 60 build-dev-nochecks/tests/conformance/conformance_cuda; done
+  run ep_test_nochecks_8 $R -n 8 --timeout 60 build-dev-nochecks/tests/ep/test_ep_cuda
   run conformance_proxy_tinyring_4 env GIN_BACKEND=proxy GIN_PROXY_RING_SIZE=8 $R -n 4 --timeout 60 $T/conformance_cuda
   run conformance_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $T/conformance_cuda
   run badinput_cuda_2 $R -n 2 --timeout 60 $T/badinput_cuda
