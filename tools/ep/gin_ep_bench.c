@@ -345,6 +345,46 @@ static long timing_pipelined(impl_t *m, dev_in_t *d, const opts_t *o,
   return bad;
 }
 
+/* Times each of gin's four phases on its own: before each, the stream
+ * is synchronised and the ranks meet, so every rank starts it together
+ * and a receive finds everything it waits for already there (its time is
+ * its own work, not the wait for slower senders). Medians in us:
+ * dispatch send, dispatch receive, combine send, combine receive. */
+static void timing_isolated(impl_t *m, dev_in_t *d, const opts_t *o,
+                            gin_comm_t comm, double res[4]) {
+  int n = o->iters;
+  perf_marks_t mk;
+  if (perf_marks_make(&mk, 8 * n) != 0) {
+    fprintf(stderr, "gin-ep-bench: cannot make %d time marks\n", 8 * n);
+    exit(1);
+  }
+  gin_ep_recv_t rv;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < 4; j++) {
+      int phase = j % 2 ? GIN_EP_RECV : GIN_EP_SEND;
+      CK(gin_stream_synchronize(0));
+      CK(gin_comm_barrier(comm));
+      perf_mark(&mk, 8 * i + 2 * j);
+      if (j < 2)
+        CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, phase));
+      else
+        CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, o->T, d->out, NULL,
+                          phase));
+      perf_mark(&mk, 8 * i + 2 * j + 1);
+    }
+  CK(gin_stream_synchronize(0));
+  CK(gin_comm_get_async_error(comm));
+  double *t = (double *)malloc(sizeof(double) * (size_t)n);
+  for (int j = 0; j < 4; j++) {
+    for (int i = 0; i < n; i++)
+      t[i] = perf_marks_us(&mk, 8 * i + 2 * j, 8 * i + 2 * j + 1);
+    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    res[j] = t[n / 2];
+  }
+  free(t);
+  perf_marks_free(&mk);
+}
+
 /* The sum of v over the R ranks (collective). */
 static long sum_over_ranks(gin_comm_t comm, int R, long v) {
   long total = 0;
@@ -425,7 +465,7 @@ int main(int argc, char **argv) {
     nimpl++;
   }
 
-  double res[2][4], pipe[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double res[2][4], pipe[8] = {0, 0, 0, 0, 0, 0, 0, 0}, iso[4] = {0, 0, 0, 0};
   int failed = 0;
   for (int i = 0; i < nimpl; i++) {
     long bad = check(&impls[i], &d, &o, me, R, all, &want, want_out, comm);
@@ -455,6 +495,7 @@ int main(int argc, char **argv) {
                "the last step's output %s the reference\n",
                o.iters, pt ? "DIFFERS from" : "matches");
       if (pt) failed = 1;
+      timing_isolated(&impls[i], &d, &o, comm, iso);
     }
   }
   /* The slowest rank's medians. */
@@ -496,6 +537,10 @@ int main(int argc, char **argv) {
     printf("# gin pipelined, medians per phase: dispatch send %.1f + "
            "receive %.1f us, combine send %.1f + receive %.1f us\n",
            pipe[4], pipe[5], pipe[6], pipe[7]);
+    printf("# gin, each phase on its own (host sync and a barrier before "
+           "it; a receive's data already there), medians: dispatch send "
+           "%.1f + receive %.1f us, combine send %.1f + receive %.1f us\n",
+           iso[0], iso[1], iso[2], iso[3]);
     printf("# rank 0 sends %ld routed tokens: %.0f dispatch bytes, %.0f "
            "combine bytes; device copy of the dispatch bytes: %.1f GB/s\n",
            routed, dbytes, cbytes, copy_gbps);
@@ -528,6 +573,12 @@ int main(int argc, char **argv) {
                   perf_target_name(), R, o.T, o.H, o.K, o.E, o.fp8,
                   op ? "combine" : "dispatch", pipe[2 * op], pipe[2 * op + 1],
                   (op ? cbytes : dbytes) / (pipe[2 * op] * 1e3), copy_gbps);
+        static const char *const phase[4] = {"dispatch_send", "dispatch_recv",
+                                             "combine_send", "combine_recv"};
+        for (int j = 0; j < 4; j++)
+          fprintf(f, "%s,%d,%d,%d,%d,%d,%d,gin-isolated,%s,%.3f,,,,%.3f\n",
+                  perf_target_name(), R, o.T, o.H, o.K, o.E, o.fp8, phase[j],
+                  iso[j], copy_gbps);
         fclose(f);
       }
     }
