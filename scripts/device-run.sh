@@ -181,13 +181,15 @@ if [ "${MODE:-all}" = ncu ]; then
 fi
 
 # EP_EXTRA (with EXP): one more EP configuration at 2 ranks, twice, the
-# copy with the patch ("base") and this tree ("new") in turn (e.g. "-e
-# 384": more local experts than the dispatch receive's block budget).
+# copy with the patch ("patched") and this tree ("tree") in turn (e.g.
+# "-e 384": more local experts than the dispatch receive's block budget).
+# (Runs before the sixth session's end named them base/new: see
+# docs/perf/2026-12-03b/README.md.)
 ep_extra() {
   [ -n "${EP_EXTRA:-}" ] || return 0
   for i in 1 2; do
-    run ep_extra_base_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_base_$i.csv
-    run ep_extra_new_$i $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_new_$i.csv
+    run ep_extra_patched_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_patched_$i.csv
+    run ep_extra_tree_$i $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_tree_$i.csv
   done
 }
 
@@ -220,13 +222,14 @@ if [ "${MODE:-all}" = check ]; then
     export GIN_TIMEOUT_MS=20000
     for ni in 2:1 4:1 8:1 2:2 8:2; do # ranks:turn
       n=${ni%:*} i=${ni#*:}
-      run ep_bench_base_${n}_$i $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_base_${n}_$i.csv
-      run ep_bench_new_${n}_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_new_${n}_$i.csv
+      run ep_bench_patched_${n}_$i $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_patched_${n}_$i.csv
+      run ep_bench_tree_${n}_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_tree_${n}_$i.csv
     done
     ep_extra
     export GIN_TIMEOUT_MS=15000
   # EXP=patch: gin-perf's 8-byte round trip (checks off) of this tree and
-  # of a copy with the patch applied, alternating (a latency experiment).
+  # of a copy with the patch applied, alternating (a latency experiment;
+  # here "base" is this tree and "exp" the patched copy).
   elif [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
     exp_copy && exp_build build-x "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF" gin_perf_cuda &&
       exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda test_ep_cuda

@@ -347,9 +347,12 @@ static long timing_pipelined(impl_t *m, dev_in_t *d, const opts_t *o,
 
 /* Times each of gin's four phases on its own: before each, the stream
  * is synchronised and the ranks meet, so every rank starts it together
- * and a receive finds everything it waits for already there (its time is
- * its own work, not the wait for slower senders). Medians in us:
- * dispatch send, dispatch receive, combine send, combine receive. */
+ * and, on the direct path, a receive finds everything it waits for
+ * already there (its time is its own work, not the wait for slower
+ * senders; over the proxy it still includes the proxy's delivery). The
+ * interval runs from a mark on the idle stream, so it includes the
+ * phase's host call and launch. This rank's medians in us: dispatch
+ * send, dispatch receive, combine send, combine receive. */
 static void timing_isolated(impl_t *m, dev_in_t *d, const opts_t *o,
                             gin_comm_t comm, double res[4]) {
   int n = o->iters;
@@ -538,7 +541,8 @@ int main(int argc, char **argv) {
            "receive %.1f us, combine send %.1f + receive %.1f us\n",
            pipe[4], pipe[5], pipe[6], pipe[7]);
     printf("# gin, each phase on its own (host sync and a barrier before "
-           "it; a receive's data already there), medians: dispatch send "
+           "it, launch included; on the direct path a receive's data is "
+           "already there), rank 0 medians: dispatch send "
            "%.1f + receive %.1f us, combine send %.1f + receive %.1f us\n",
            iso[0], iso[1], iso[2], iso[3]);
     printf("# rank 0 sends %ld routed tokens: %.0f dispatch bytes, %.0f "

@@ -269,6 +269,9 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
     return gin_dev_post_(dc, ctx, GIN_OP_PUT_VALUE, w, dst, dst_off, dst, value,
                          (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
+  /* The signal must follow every thread's earlier puts (their copies on
+   * this path), so the coop meets before its first thread releases it. */
+  if (remote.kind != GIN_REMOTE_NONE) gin_coop_sync(coop);
   if (cr == 0) {
     char *d = gin_dev_base_(dc, dst, w) + dst_off;
     if (bytes == 8 && ((uintptr_t)d & 7) == 0) {
@@ -340,8 +343,9 @@ GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
 
 /* Waits of a coop: its first thread polls, the others wait at the
  * barrier that hands them its result (gin_coop_rc). The barrier orders
- * their later reads after the first thread's acquire (bar.sync and
- * bar.warp.sync order memory among the threads they synchronise), and a
+ * their later reads after the first thread's acquire (__syncthreads and
+ * __syncwarp order memory among the threads they synchronise, by the
+ * PTX memory model and CUDA's documentation of __syncwarp), and a
  * block's other warps no longer poll the same word beside it. */
 GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
                                   uint64_t least, gin_coop_t coop) {
