@@ -122,6 +122,31 @@ ep_runs() {
   run ep_bench_8_proxy env GIN_BACKEND=proxy $R -n 8 --timeout 280 $B -n 10 -w 2 --no-baseline --csv $OUT/ep_bench_8_proxy.csv
   run ep_memcheck_2 $R -n 2 --timeout 280 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
 }
+# EP experiments (EXP): the EP benchmark of a copy with the patch
+# ("patched", built in $X/build-xc) and of this tree ("tree") in turn,
+# for each ranks:turn of $1; then ep_extra. (Runs before the sixth
+# session's end named the files otherwise: docs/perf/2026-12-03b/README.md.)
+ep_compare() {
+  exp_copy && exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda
+  local ni n i
+  for ni in $1; do # ranks:turn
+    n=${ni%:*} i=${ni#*:}
+    run ep_bench_patched_${n}_$i $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_patched_${n}_$i.csv
+    run ep_bench_tree_${n}_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_tree_${n}_$i.csv
+  done
+  ep_extra
+}
+# EP_EXTRA: one more EP configuration at 2 ranks, twice, both trees (e.g.
+# "-e 384": more local experts than the dispatch receive's block budget).
+ep_extra() {
+  [ -n "${EP_EXTRA:-}" ] || return 0
+  local i
+  for i in 1 2; do
+    run ep_extra_patched_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_patched_$i.csv
+    run ep_extra_tree_$i $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_tree_$i.csv
+  done
+}
+
 # MODE=epx: the EP suite on every path, memcheck, and the EP benchmark at
 # 2 / 4 / 8 ranks (phases timed one by one). Short timeouts: a broken
 # kernel costs seconds, not minutes.
@@ -139,21 +164,7 @@ if [ "${MODE:-all}" = epx ]; then
   # EXP=patch: the same benchmark of a copy with the patch applied (a
   # reversed diff gives the code before a change), alternating with this
   # tree's, so both sides share the run.
-  if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then
-    exp_copy && exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda
-    for n in 2 4 8; do
-      run ep_bench_exp_$n $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_exp_$n.csv
-      run ep_bench_again_$n $R -n $n --timeout 60 $B -n 50 -w 5 --csv $OUT/ep_bench_again_$n.csv
-    done
-    # EP_EXTRA: one more configuration at 2 ranks, both trees (e.g. "-e
-    # 384": more local experts than the dispatch receive's block budget).
-    if [ -n "${EP_EXTRA:-}" ]; then
-      for i in 1 2; do
-        run ep_extra_exp_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_exp_$i.csv
-        run ep_extra_$i $R -n 2 --timeout 60 $B $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_$i.csv
-      done
-    fi
-  fi
+  if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then ep_compare "2:1 4:1 8:1"; fi
   finish
 fi
 
@@ -180,19 +191,6 @@ if [ "${MODE:-all}" = ncu ]; then
   finish
 fi
 
-# EP_EXTRA (with EXP): one more EP configuration at 2 ranks, twice, the
-# copy with the patch ("patched") and this tree ("tree") in turn (e.g.
-# "-e 384": more local experts than the dispatch receive's block budget).
-# (Runs before the sixth session's end named them base/new: see
-# docs/perf/2026-12-03b/README.md.)
-ep_extra() {
-  [ -n "${EP_EXTRA:-}" ] || return 0
-  for i in 1 2; do
-    run ep_extra_patched_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_patched_$i.csv
-    run ep_extra_tree_$i $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_tree_$i.csv
-  done
-}
-
 # MODE=check: correctness only, for a landing: conformance (direct, proxy
 # ipc with a tiny ring, proxy tcp), bad input, the EP suite on every path,
 # a short soak and the cuda fault tests.
@@ -217,15 +215,9 @@ if [ "${MODE:-all}" = check ]; then
   # with the patch applied, alternating, at 2 / 4 / 8 ranks and EP_EXTRA
   # at 2 ranks, and this tree's EP suite under memcheck (an EP change).
   if [ -n "${EXP:-}" ] && [ -f "$EXP" ] && [ "${EXP_WHAT:-}" = ep ]; then
-    exp_copy && exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda
     run ep_memcheck_4 $R -n 4 --timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
     export GIN_TIMEOUT_MS=20000
-    for ni in 2:1 4:1 8:1 2:2 8:2; do # ranks:turn
-      n=${ni%:*} i=${ni#*:}
-      run ep_bench_patched_${n}_$i $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_patched_${n}_$i.csv
-      run ep_bench_tree_${n}_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_tree_${n}_$i.csv
-    done
-    ep_extra
+    ep_compare "2:1 4:1 8:1 2:2 8:2"
     export GIN_TIMEOUT_MS=15000
   # EXP=patch: gin-perf's 8-byte round trip (checks off) of this tree and
   # of a copy with the patch applied, alternating (a latency experiment;

@@ -270,6 +270,17 @@ static void timing(impl_t *m, dev_in_t *d, const opts_t *o, gin_comm_t comm,
   free(tc);
 }
 
+/* Issues gin's phase j of a step: dispatch send, dispatch receive,
+ * combine send, combine receive (the launches of GIN_EP_BOTH, apart). */
+static void gin_phase(impl_t *m, dev_in_t *d, const opts_t *o, int j,
+                      gin_ep_recv_t *rv) {
+  int phase = j % 2 ? GIN_EP_RECV : GIN_EP_SEND;
+  if (j < 2)
+    CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, rv, NULL, phase));
+  else
+    CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, o->T, d->out, NULL, phase));
+}
+
 /* Times iters dispatch+combine steps of gin issued back to back on the
  * stream with no host synchronisation between them (what GPU-initiated
  * exchange allows; the baseline cannot do without): a time mark after
@@ -300,20 +311,12 @@ static long timing_pipelined(impl_t *m, dev_in_t *d, const opts_t *o,
   CK(gin_stream_synchronize(0));
   CK(gin_comm_barrier(comm));
   perf_mark(&mk, 0);
-  /* Each operation as its two phases (the same launches as
-   * GIN_EP_BOTH), with a mark after each. */
-  for (int i = 0; i < n; i++) {
-    CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, GIN_EP_SEND));
-    perf_mark(&mk, 4 * i + 1);
-    CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, GIN_EP_RECV));
-    perf_mark(&mk, 4 * i + 2);
-    CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, o->T, d->out, NULL,
-                      GIN_EP_SEND));
-    perf_mark(&mk, 4 * i + 3);
-    CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, o->T, d->out, NULL,
-                      GIN_EP_RECV));
-    perf_mark(&mk, 4 * i + 4);
-  }
+  /* Each operation as its two phases, with a mark after each. */
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < 4; j++) {
+      gin_phase(m, d, o, j, &rv);
+      perf_mark(&mk, 4 * i + j + 1);
+    }
   CK(gin_stream_synchronize(0));
   CK(gin_comm_get_async_error(comm));
   for (int i = 0; i < n; i++) {
@@ -364,15 +367,10 @@ static void timing_isolated(impl_t *m, dev_in_t *d, const opts_t *o,
   gin_ep_recv_t rv;
   for (int i = 0; i < n; i++)
     for (int j = 0; j < 4; j++) {
-      int phase = j % 2 ? GIN_EP_RECV : GIN_EP_SEND;
       CK(gin_stream_synchronize(0));
       CK(gin_comm_barrier(comm));
       perf_mark(&mk, 8 * i + 2 * j);
-      if (j < 2)
-        CK(gin_ep_dispatch(m->ep, d->x, d->idx, o->T, &rv, NULL, phase));
-      else
-        CK(gin_ep_combine(m->ep, d->y, d->idx, d->w, o->T, d->out, NULL,
-                          phase));
+      gin_phase(m, d, o, j, &rv);
       perf_mark(&mk, 8 * i + 2 * j + 1);
     }
   CK(gin_stream_synchronize(0));

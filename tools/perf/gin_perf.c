@@ -148,11 +148,8 @@ int main(int argc, char **argv) {
   }
   env.path = path_name();
   size_t rate_bytes = PEER_RATE_BYTES(o->blocks, o->threads, o->iters);
-  /* Room for distinct destinations of bw's puts: up to 100 per block,
-   * within a budget (at least one put of the largest size per block). */
-  size_t bw_bytes = (size_t)o->blocks * o->e * PEER_MOST_PUTS;
-  if (bw_bytes > perf_bw_budget()) bw_bytes = perf_bw_budget();
-  if (bw_bytes < (size_t)o->blocks * o->e) bw_bytes = (size_t)o->blocks * o->e;
+  /* Room for distinct destinations of bw's puts (peer_bw_bytes). */
+  size_t bw_bytes = peer_bw_bytes(o->blocks, o->e, perf_bw_budget());
   env.win_bytes = PERF_DATA + (bw_bytes > rate_bytes ? bw_bytes : rate_bytes);
   PERF_CHECK(gin_mem_alloc(env.win_bytes, &env.mem));
   PERF_CHECK(gin_mem_alloc(env.win_bytes, &env.copy_dst));

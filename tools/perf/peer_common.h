@@ -26,6 +26,13 @@
 /* Bytes the rate test puts to: one 8-byte slot per put. */
 #define PEER_RATE_BYTES(blocks, threads, iters)                                \
   ((size_t)(blocks) * (size_t)(threads) * (size_t)PEER_PUTS(iters) * 8)
+/* Bytes for bw's distinct destinations: PEER_MOST_PUTS of the largest
+ * size per block, within `budget`, and at least one per block. */
+static inline size_t peer_bw_bytes(int blocks, size_t largest, size_t budget) {
+  size_t one = (size_t)blocks * largest, b = one * PEER_MOST_PUTS;
+  if (b > budget) b = budget;
+  return b < one ? one : b;
+}
 
 /* Who issues a ping-pong (-g), as gin-perf's coops. */
 enum { PEER_GRAN_THREAD = 0, PEER_GRAN_WARP, PEER_GRAN_BLOCK };

@@ -307,10 +307,7 @@ int main(int argc, char **argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   np_init(&env);
 
-  env.buf_bytes = o->e * PEER_MOST_PUTS < NP_BUFFER_BUDGET
-                      ? o->e * PEER_MOST_PUTS
-                      : NP_BUFFER_BUDGET;
-  if (env.buf_bytes < o->e) env.buf_bytes = o->e;
+  env.buf_bytes = peer_bw_bytes(1, o->e, NP_BUFFER_BUDGET);
   NP_CUDA(cudaMalloc((void **)&env.sbuf, env.buf_bytes));
   NP_CUDA(cudaMalloc((void **)&env.rbuf, env.buf_bytes));
   NP_CUDA(cudaMemset(env.sbuf, 1, env.buf_bytes));

@@ -478,9 +478,7 @@ int main(int argc, char **argv) {
                                     dev));
   }
   size_t rate_bytes = PEER_RATE_BYTES(o->blocks, o->threads, o->iters);
-  size_t bw_bytes = (size_t)o->blocks * o->e * PEER_MOST_PUTS;
-  if (bw_bytes > NVP_BW_BUDGET) bw_bytes = NVP_BW_BUDGET;
-  if (bw_bytes < (size_t)o->blocks * o->e) bw_bytes = (size_t)o->blocks * o->e;
+  size_t bw_bytes = peer_bw_bytes(o->blocks, o->e, NVP_BW_BUDGET);
   env.data_bytes = bw_bytes > rate_bytes ? bw_bytes : rate_bytes;
   nvp_setenv(env.data_bytes + ((size_t)64 << 20));
   nvp_init(&env);

@@ -194,9 +194,12 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
   return gin_coop_rc(coop, rc);
 }
 
-/* Waits until the proxy consumed everything posted on ctx so far. */
-GIN_DEVICE_FN int gin_dev_ring_drain_(const gin_devcomm_t *dc, int ctx) {
-  if (!dc->rings) return GIN_SUCCESS;
+/* Waits until the proxy consumed everything posted on ctx so far; the
+ * coop's first thread polls (the caller hands its result to the others,
+ * as gin_signal_wait). */
+GIN_DEVICE_FN int gin_dev_ring_drain_(const gin_devcomm_t *dc, int ctx,
+                                      gin_coop_t coop) {
+  if (!dc->rings || gin_coop_rank(coop) != 0) return GIN_SUCCESS;
   gin_ring_t rv, *ring = &rv;
   gin_dev_ring_(dc, ctx, ring);
   uint64_t p = gin_load_acquire_u64(ring->prod);
@@ -311,7 +314,7 @@ GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
    * its stores, the sources are free. Proxy puts are free once the proxy
    * consumed them. */
   gin_coop_sync(coop);
-  if (rc == GIN_SUCCESS) rc = gin_dev_ring_drain_(dc, ctx);
+  if (rc == GIN_SUCCESS) rc = gin_dev_ring_drain_(dc, ctx, coop);
   return gin_coop_rc(coop, rc);
 }
 
@@ -484,8 +487,8 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
   gin_coop_sync(coop);
   int rc = GIN_SUCCESS;
   for (int x = 0; x < dc->nctx && rc == GIN_SUCCESS; x++)
-    rc = gin_dev_ring_drain_(dc, x);
-  /* Every thread leaves together (the drain polls per thread). */
+    rc = gin_dev_ring_drain_(dc, x, coop);
+  /* Every thread leaves together, with the first thread's result. */
   if ((rc = gin_coop_rc(coop, rc))) return rc;
   uint64_t epoch = dc->bar_epoch[idx] + 1;
   for (int m = 0; m < team.size; m++) {
