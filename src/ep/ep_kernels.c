@@ -132,79 +132,104 @@ GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
   if (gin_thread_idx() == 0) gin_store_relaxed_u64(done, 0);
 }
 
+/* Sources whose counts a dispatch-receive block holds at once (a test
+ * builds the kernels with 1: tests/ep/CMakeLists.txt). */
+#ifndef EP_RECV_SOURCES
+#define EP_RECV_SOURCES 256
+#endif
+
+/* Waits (this thread alone) until source r's count for local expert le
+ * has come, and returns it in *cnt: the source added count + 1 past the
+ * shadow. move: this thread is the shadow's only reader (one unit per
+ * expert), so it moves the shadow past this dispatch at once. */
+GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
+                                int *cnt) {
+  const gin_devcomm_t *dc = &a->dc;
+  int sig = gin_ep_dsig(&a->g, a->set, le, r);
+  uint64_t shadow = gin_signal_shadow(dc, sig);
+  int rc = gin_signal_wait(dc, sig, shadow + 1, GIN_COOP_THREAD);
+  if (rc) return rc;
+  /* Ordered by the wait's acquire. */
+  int64_t got =
+      (int64_t)(gin_dev_peek2_(&dc->signals[sig], gin_dev_psig_(dc, sig)) -
+                shadow - 1);
+  if (got < 0 || got > a->g.M) /* never from a correct peer: no copy */
+    return gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, got,
+                         (uint64_t)le, 0, (uint64_t)a->g.M, 2);
+  if (move) gin_signal_shadow_add(dc, sig, (uint64_t)got + 1, GIN_COOP_THREAD);
+  *cnt = (int)got;
+  return GIN_SUCCESS;
+}
+
 /* Receive phase: the work of local expert le is split into args.split
  * units (le, u), unit i = le * split + u; block b takes units b, b + grid,
- * ... Every unit waits for the sources' counts (thread r for source r,
- * without moving the shadows), reads them all, and its warps copy tokens
- * u, u + split, ... (in warp strides) of every source into the outputs,
- * sources in rank order; unit 0 writes the layout and the count. The last
- * unit of an expert to finish (counted in scratch[E + 1 + le]) moves the
- * shadows past this dispatch, once nobody reads them any more. */
+ * ... A unit takes the sources EP_RECV_SOURCES at a time: thread i waits
+ * for source i's count and puts it in the block's array, then the warps
+ * copy tokens u, u + split, ... (in warp strides) of every source into the
+ * outputs, sources in rank order; unit 0 writes the layout and the count.
+ * With one unit per expert the waiting thread moves its shadow; with
+ * several, the last unit of the expert to finish (counted in
+ * scratch[E + 1 + le]) moves them all, once nobody reads them any more. */
 GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
-  int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP;
+  /* Two halves in turn: threads still copying from one part's counts
+   * while others fill the next part's are on the other half; the part
+   * after that waits at the next part's barrier, which they reach only
+   * when done. */
+  GIN_BLOCK_ARRAY(int, counts, 2 * EP_RECV_SOURCES);
+  int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP, turn = 0;
   int lane = ep_lane(), nl = gin_coop_size(EP_WARP), split = args.split;
   int wstride = ep_warps_per_block() * split;
   for (int unit = gin_block_idx(); unit < g->L * split;
        unit += gin_grid_dim()) {
-    int le = unit / split, u = unit % split;
+    int le = unit / split, u = unit % split, off = 0;
     int32_t *lay = args.r.layout + (size_t)le * (size_t)g->R * 2;
-    int rc = GIN_SUCCESS;
-    for (int r = gin_thread_idx(); r < g->R && rc == GIN_SUCCESS;
-         r += gin_block_dim()) {
-      int sig = gin_ep_dsig(g, args.set, le, r);
-      rc = gin_signal_wait(dc, sig, gin_signal_shadow(dc, sig) + 1,
-                           GIN_COOP_THREAD);
-    }
-    if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
-    int off = 0;
-    for (int r = 0; r < g->R; r++) {
-      int sig = gin_ep_dsig(g, args.set, le, r);
-      /* Ordered by the waiting thread's acquire and the barrier above. */
-      int64_t got =
-          (int64_t)(gin_dev_peek2_(&dc->signals[sig], gin_dev_psig_(dc, sig)) -
-                    gin_signal_shadow(dc, sig) - 1);
-      if (got < 0 || got > g->M) { /* never from a correct peer: no copy */
-        if (gin_thread_idx() == 0)
-          gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, got,
-                        (uint64_t)le, 0, (uint64_t)g->M, 2);
-        return;
-      }
-      int cnt = (int)got;
-      if (u == 0 && gin_thread_idx() == 0) {
-        lay[2 * r] = off;
-        lay[2 * r + 1] = cnt;
-      }
-      for (int j = u * ep_warps_per_block() + ep_warp_in_block(); j < cnt;
-           j += wstride) {
-        const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
-        size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
-        const char *p = m + GIN_EP_HEADER;
-        if (g->fp8) {
-          gin_copy_coop((char *)args.r.x + slot * (size_t)g->H, p, (size_t)g->H,
-                        lane, nl);
-          gin_copy_coop((char *)(args.r.scales + slot * (size_t)groups),
-                        p + g->H, (size_t)groups * 4, lane, nl);
-        } else {
-          gin_copy_coop((char *)args.r.x + slot * (size_t)g->H * 2, p,
-                        (size_t)g->H * 2, lane, nl);
+    for (int r0 = 0; r0 < g->R; r0 += EP_RECV_SOURCES, turn ^= 1) {
+      int n = g->R - r0 < EP_RECV_SOURCES ? g->R - r0 : EP_RECV_SOURCES;
+      int *cnt = counts + turn * EP_RECV_SOURCES, rc = GIN_SUCCESS;
+      for (int i = gin_thread_idx(); i < n && rc == GIN_SUCCESS;
+           i += gin_block_dim())
+        rc = ep_recv_count(&args, le, r0 + i, split == 1, &cnt[i]);
+      if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
+      for (int i = 0; i < n; i++) {
+        int r = r0 + i, c = cnt[i];
+        if (u == 0 && gin_thread_idx() == 0) {
+          lay[2 * r] = off;
+          lay[2 * r + 1] = c;
         }
-        if (lane == 0) {
-          int32_t h[2];
-          memcpy(h, m, sizeof h);
-          args.r.src_token[slot] = h[0];
-          args.src_k[slot] = h[1];
-          args.r.src_rank[slot] = r;
+        for (int j = u * ep_warps_per_block() + ep_warp_in_block(); j < c;
+             j += wstride) {
+          const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
+          size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
+          const char *p = m + GIN_EP_HEADER;
+          if (g->fp8) {
+            gin_copy_coop((char *)args.r.x + slot * (size_t)g->H, p,
+                          (size_t)g->H, lane, nl);
+            gin_copy_coop((char *)(args.r.scales + slot * (size_t)groups),
+                          p + g->H, (size_t)groups * 4, lane, nl);
+          } else {
+            gin_copy_coop((char *)args.r.x + slot * (size_t)g->H * 2, p,
+                          (size_t)g->H * 2, lane, nl);
+          }
+          if (lane == 0) {
+            int32_t h[2];
+            memcpy(h, m, sizeof h);
+            args.r.src_token[slot] = h[0];
+            args.src_k[slot] = h[1];
+            args.r.src_rank[slot] = r;
+          }
         }
+        off += c;
       }
-      off += cnt;
     }
     if (u == 0 && gin_thread_idx() == 0) args.r.count[le] = off;
-    gin_coop_sync(GIN_COOP_BLOCK); /* every thread read the shadows */
-    if (gin_thread_idx() == 0) {
-      /* Releases this unit's reads of the shadows; the last unit acquires
-       * every other unit's before it moves them. */
+    if (split > 1 && gin_thread_idx() == 0) {
+      /* Releases this unit's reads of the shadows (every thread's, before
+       * the last part's barrier); the last unit acquires every other
+       * unit's before it moves them. After the copies: a round trip here
+       * held up thread 0's warp (on the H200, 16 experts at 2 ranks,
+       * isolated receive 20.1-20.7 us -> 21.5-22.0). */
       uint64_t *done = &args.scratch[g->E + 1 + le];
       if (gin_fetch_add_acq_rel_gpu_u64(done, 1) + 1 == (uint64_t)split) {
         for (int r = 0; r < g->R; r++) {

@@ -167,6 +167,14 @@ GIN_DEVICE_FN int gin_coop_first(gin_coop_t c, int pred) {
 GIN_DEVICE_FN int gin_coop_any(gin_coop_t c, int pred) { return pred != 0; }
 #endif
 
+/* An array the threads of a block share, declared in a kernel's body
+ * (cuda: shared memory; host: the stack of the block's one thread). */
+#if GIN_ARCH_CUDA
+#define GIN_BLOCK_ARRAY(type, name, n) __shared__ type name[n]
+#else
+#define GIN_BLOCK_ARRAY(type, name, n) type name[n]
+#endif
+
 /* ------------------------------------------------ ordering primitives */
 /* Every cross-rank access goes through these; never ad-hoc volatile. */
 
