@@ -251,7 +251,6 @@ if [ "${MODE:-all}" = check ]; then
     done
     ep_extra
   fi
-  # (not the two known to fail: direct writes into a dead rank's memory)
   # The figures of the landed code: EP at 2 / 4 / 8 ranks, the 8-byte
   # round trip and the ladder (checks off).
   if [ -n "${FIGURES:-}" ]; then
@@ -263,7 +262,7 @@ if [ "${MODE:-all}" = check ]; then
   fi
   # One at a time with a pause: right after a client was SIGKILLed the MPS
   # server refused new clients for a moment (cudaErrorDevicesUnavailable).
-  for t in fault_cuda_ep_3 fault_cuda_puts_proxy_2; do
+  for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_gate_2}; do
     (cd build-dev && timeout 100 ctest -R "^$t\$" --output-on-failure --timeout 60) > "$OUT/$t.log" 2>&1
     log "$t: rc=$?"; grep -E "Test +#" "$OUT/$t.log" | tee -a "$OUT/summary.txt"
     sleep 5

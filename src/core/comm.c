@@ -316,6 +316,7 @@ static void comm_free(gin_comm_t c) {
                                   c->peer_ctrl_cookie[r]);
   if (c->ctrl)
     gin_arch_hostmem_free(c->ctrl, sizeof(gin_ctrl_t), c->ctrl_cookie);
+  gin_arch_dev_free(c->gate_dev);
   gin_arch_dev_free(c->path_dev);
   gin_arch_dev_free(c->lsa_ranks_dev);
   gin_arch_dev_free(c->peer_ctrl_devtab);
@@ -385,6 +386,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                  res, free_comm);
   c->ctrl = (gin_ctrl_t *)ctrl_host;
   c->ctrl_dev = (gin_ctrl_t *)ctrl_dev;
+  GIN_CHECK_GOTO(gin_arch_dev_alloc(sizeof(uint32_t), (void **)&c->gate_dev),
+                 res, free_comm);
   /* From here on, collectives stop once the communicator is aborted. */
   gin_bs_set_abort(c->bs, comm_bs_abort, c);
 
@@ -463,6 +466,17 @@ uint32_t gin_comm_aborted_by_(gin_comm_t c) {
   return who ? who : __atomic_load_n(&c->ctrl->habort, __ATOMIC_ACQUIRE);
 }
 
+void gin_comm_gate_shut_(gin_comm_t c) {
+  uint32_t zero = 0;
+  if (!c->gate_dev ||
+      !__atomic_compare_exchange_n(&c->gate_shut, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return;
+  if (gin_arch_dev_flag_set(c->gate_dev) != GIN_SUCCESS)
+    GIN_WARN(INIT, "rank %d: could not stop direct writes after the abort",
+             c->rank);
+}
+
 void gin_comm_abort_cpu_(gin_comm_t c) {
   gin_comm_abort_as_(c, (uint32_t)c->rank + 1);
 }
@@ -480,6 +494,7 @@ void gin_comm_abort_as_(gin_comm_t c, uint32_t who) {
 gin_result_t gin_comm_abort(gin_comm_t comm) {
   GIN_CHECK(comm_find(comm, "gin_comm_abort"));
   gin_comm_abort_cpu_(comm);
+  gin_comm_gate_shut_(comm);
   gin_watch_poke_(comm); /* ranks on other hosts share no abort word */
   GIN_INFO(INIT, "rank %d: communicator aborted", comm->rank);
   return GIN_SUCCESS;
@@ -512,6 +527,16 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      r, dev_kind_name(e->kind), id, a0 / 1000000ull, exp, seen);
   case GIN_DEVERR_ABORTED: {
     uint32_t who = gin_comm_aborted_by_(c);
+    if (a1 == 1 && peer >= 0)
+      return GIN_ERROR(GIN_ERR_ABORTED,
+                       "rank %d: direct write to rank %lld refused: "
+                       "communicator aborted by rank %d",
+                       r, peer, (int)who - 1);
+    if (a1 == 1)
+      return GIN_ERROR(GIN_ERR_ABORTED,
+                       "rank %d: device barrier refused: communicator aborted "
+                       "by rank %d",
+                       r, (int)who - 1);
     return GIN_ERROR(GIN_ERR_ABORTED,
                      "rank %d: device wait on %s %lld (waiting for >= %llu, "
                      "saw %llu) stopped: communicator aborted by rank %d",

@@ -86,6 +86,8 @@ struct gin_comm {
   gin_ctrl_t **peer_ctrl;        /* [nranks] host views (NULL: none) */
   gin_ctrl_t **peer_ctrl_devtab; /* device array [nranks] of device views */
   void **peer_ctrl_cookie;
+  uint32_t *gate_dev; /* device word, set once aborted (gin_devcomm_t.gate) */
+  uint32_t gate_shut; /* gin_comm_gate_shut_ ran (atomic) */
   /* windows */
   uint32_t max_windows;
   gin_win_slot_t *wins;       /* [max_windows] */
@@ -112,6 +114,11 @@ gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn);
 /* Which rank aborted the communicator (1 + rank), 0 if none: the GPU-side
  * word first, then the CPU-side one. */
 uint32_t gin_comm_aborted_by_(gin_comm_t comm);
+/* Sets the devcomms' gate once the communicator aborted: this rank's
+ * kernels stop writing into peers directly (a dead peer's memory may be
+ * unmapped at any moment). Idempotent, never blocks on the GPU's work
+ * (a copy-engine write); any thread. */
+void gin_comm_gate_shut_(gin_comm_t comm);
 /* Marks the communicator aborted from a CPU thread (this rank's and its
  * load/store peers' CPU-side words). Works during init and destroy too. */
 void gin_comm_abort_cpu_(gin_comm_t comm);

@@ -167,6 +167,7 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
   dc.win_bases = comm->bases_dev;
   dc.max_windows = comm->max_windows;
   dc.ctrl = comm->ctrl_dev;
+  dc.gate = comm->gate_dev;
   dc.peer_ctrl = comm->peer_ctrl_devtab;
   d->id = dc.id = ++comm->next_devcomm_id;
   if (comm->proxy) {

@@ -227,6 +227,7 @@ static void *watch_main(void *arg) {
       if (pfd[i + 1].revents && w->links[i].fd >= 0)
         watch_read(w, &w->links[i]);
     watch_abort_check(w);
+    if (gin_comm_aborted_by_(w->comm)) gin_comm_gate_shut_(w->comm);
     __atomic_store_n(&w->handling, 0, __ATOMIC_RELEASE);
   }
 }

@@ -198,6 +198,11 @@ GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
   asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+GIN_DEVICE_FN uint32_t gin_load_relaxed_u32(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 /* A store other agents see, ordering nothing. */
 GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
   asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -303,6 +308,9 @@ GIN_DEVICE_FN uint64_t gin_load_acquire_u64(const uint64_t *p) {
 }
 GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+GIN_DEVICE_FN uint32_t gin_load_relaxed_u32(const uint32_t *p) {
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
   __atomic_store_n(p, v, __ATOMIC_RELAXED);

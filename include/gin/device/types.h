@@ -169,6 +169,11 @@ typedef struct gin_devcomm {
   uint32_t max_windows;
   gin_ctrl_t *ctrl;       /* this rank's control page (device view) */
   gin_ctrl_t **peer_ctrl; /* [nranks] peers' control pages, NULL if none */
+  /* Device memory, nonzero once this rank knows its communicator aborted
+   * (a peer died, gin_comm_abort, a device error): direct writes into
+   * peers stop there, since a dead peer's memory may go at any moment. A
+   * cheap local read, unlike the abort words in host memory. */
+  uint32_t *gate;
   struct gin_ring *rings; /* [nctx] proxy rings (device view), or NULL */
   /* The parts the proxy updates, in host memory the device maps (NULL
    * when no peer is proxied). A signal's value is signals[s] +

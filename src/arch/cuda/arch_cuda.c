@@ -254,6 +254,19 @@ gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
   return GIN_SUCCESS;
 }
 
+gin_result_t gin_arch_dev_flag_set(uint32_t *dev) {
+  /* From pageable memory: the driver stages the word before the call
+   * returns, so the source may go; the copy engine writes it whatever the
+   * SMs are doing. */
+  static const uint32_t one = 1;
+  cudaStream_t s;
+  GIN_CHECK(thread_stream(&s));
+  GIN_CUDA_CALL(
+      cudaMemcpyAsync(dev, &one, sizeof one, cudaMemcpyHostToDevice, s),
+      "cudaMemcpyAsync of the abort gate");
+  return GIN_SUCCESS;
+}
+
 /* Copies at least this large go one by one through cudaMemcpyAsync,
  * which the driver runs at device-copy speed; a batch runs on a copy
  * engine (measured on an H200: about 300 GB/s for 16 MiB copies). */

@@ -87,6 +87,11 @@ gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
   return GIN_SUCCESS;
 }
 
+gin_result_t gin_arch_dev_flag_set(uint32_t *dev) {
+  __atomic_store_n(dev, 1, __ATOMIC_RELEASE);
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_arch_memset(void *dst, int value, size_t bytes) {
   memset(dst, value, bytes);
   return GIN_SUCCESS;

@@ -12,6 +12,7 @@
  * load/store peer's too, so their waits stop instead of timing out. */
 GIN_DEVICE_FN void gin_dev_abort_(const gin_devcomm_t *dc) {
   uint32_t who = (uint32_t)dc->rank + 1;
+  gin_cas_u32(dc->gate, 0, 1); /* this rank's direct writes stop at once */
   gin_cas_u32((uint32_t *)&dc->ctrl->abort, 0, who);
   for (int r = 0; r < dc->nranks; r++) {
     gin_ctrl_t *pc = dc->peer_ctrl[r];

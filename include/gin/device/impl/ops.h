@@ -119,6 +119,18 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
                        0, gin_dev_path_(dc, w), 0, 0);
 }
 
+/* Whether direct writes into peers must stop (gin_devcomm_t.gate): read
+ * by every thread of a coop, which then agrees (gin_coop_any) before
+ * anything is written. */
+GIN_DEVICE_FN int gin_dev_shut_(const gin_devcomm_t *dc) {
+  return gin_load_relaxed_u32(dc->gate) != 0;
+}
+/* What a direct write to world rank w returns once shut. */
+GIN_DEVICE_FN int gin_dev_shut_fail_(const gin_devcomm_t *dc, int w) {
+  return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, w, -1, 0, 0, 0,
+                       1);
+}
+
 /* ---------------------------------------------------------------- proxy */
 
 /* Copies ctx's ring description (read-only loads). */
@@ -232,9 +244,10 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
                          bytes, remote, local, coop);
   /* Direct path: this coop's threads move the bytes themselves, once all
-   * of them have written their part of the source (as on the proxy path). */
+   * of them have written their part of the source (as on the proxy path),
+   * unless the communicator aborted (the barrier also agrees on that). */
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
-  gin_coop_sync(coop);
+  if (gin_coop_any(coop, gin_dev_shut_(dc))) return gin_dev_shut_fail_(dc, w);
   gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off,
                 gin_dev_base_(dc, src, dc->rank) + src_off, bytes, cr, cs);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
@@ -273,8 +286,9 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
                          (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
   /* The signal must follow every thread's earlier puts (their copies on
-   * this path), so the coop meets before its first thread releases it. */
-  if (remote.kind != GIN_REMOTE_NONE) gin_coop_sync(coop);
+   * this path), so the coop meets before its first thread releases it;
+   * the meeting also agrees on whether the communicator aborted. */
+  if (gin_coop_any(coop, gin_dev_shut_(dc))) return gin_dev_shut_fail_(dc, w);
   if (cr == 0) {
     char *d = gin_dev_base_(dc, dst, w) + dst_off;
     if (bytes == 8 && ((uintptr_t)d & 7) == 0) {
@@ -303,7 +317,7 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0, remote,
                          gin_local_none(), coop);
   }
-  gin_coop_sync(coop);
+  if (gin_coop_any(coop, gin_dev_shut_(dc))) return gin_dev_shut_fail_(dc, w);
   if (gin_coop_rank(coop) == 0) gin_dev_remote_(dc, w, remote);
   return GIN_SUCCESS; /* as gin_put: no failure past the checks */
 }
@@ -488,6 +502,8 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
   int rc = GIN_SUCCESS;
   for (int x = 0; x < dc->nctx && rc == GIN_SUCCESS; x++)
     rc = gin_dev_ring_drain_(dc, x, coop);
+  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0 && gin_dev_shut_(dc))
+    rc = gin_dev_shut_fail_(dc, -1);
   /* Every thread leaves together, with the first thread's result. */
   if ((rc = gin_coop_rc(coop, rc))) return rc;
   uint64_t epoch = dc->bar_epoch[idx] + 1;
