@@ -8,8 +8,10 @@
  * arrive. Then rank 0 calls gin_comm_abort. Each rank retries the kernel
  * (new bytes each time) until every call returns GIN_ERR_ABORTED, which
  * must happen within GATE_BOUND_MS; after that a kernel with yet other
- * bytes must be refused the same way and its bytes must not arrive; the
- * communicator's report says the write was refused and names rank 0.
+ * bytes must be refused the same way, its value put must not land and
+ * none of its signals may arrive (a put's own bytes may: it reads the
+ * gate while it copies); the communicator's report says the write was
+ * refused and names rank 0.
  *   ginrun -n N gate_host   (N >= 2 on one host: the direct path)
  * Prints "gate: rank R: OK ..." or "... FAIL ...", exit 0 pass, 1 fail.
  */
@@ -35,6 +37,13 @@ typedef struct kargs {
   gin_coop_t coop;
   int *rc_out; /* [NCALLS] */
 } kargs_t;
+
+/* This rank's signals 0 and 1 into rc_out (as two uint64). */
+GIN_KERNEL(k_sigs, kargs_t) {
+  uint64_t *out = (uint64_t *)args.rc_out;
+  out[0] = gin_signal_read(&args.dc, 0);
+  out[1] = gin_signal_read(&args.dc, 1);
+}
 
 GIN_KERNEL(k_gate, kargs_t) {
   const gin_devcomm_t *dc = &args.dc;
@@ -63,7 +72,7 @@ typedef struct run {
   gin_devcomm_t dc;
   gin_window_t win;
   char *mem;
-  int *rcs_dev;
+  int *rcs_dev; /* [NCALLS] ints, or two uint64 */
 } run_t;
 
 #define FAIL(r, ...)                                                           \
@@ -102,13 +111,23 @@ static int gate_kernel(run_t *r, int coop, uint64_t v) {
   return refused;
 }
 
-/* Whether this rank's destination slots hold the value (both of them). */
-static int arrived(run_t *r, uint64_t v) {
+/* Whether this rank's destination slots hold the value: the put's
+ * (put) or the value put's. */
+static int arrived(run_t *r, uint64_t v, int put) {
   uint64_t got[2 * SLOT / 8];
   TCHECK(gin_mem_copy(got, r->mem + SLOT, sizeof got));
+  if (!put) return got[SLOT / 8] == v;
   for (int i = 0; i < SLOT / 8; i++)
     if (got[i] != v) return 0;
-  return got[SLOT / 8] == v;
+  return 1;
+}
+
+/* This rank's signals 0 and 1. */
+static void signals(run_t *r, uint64_t out[2]) {
+  kargs_t a = {r->dc, r->win, 0, GIN_COOP_THREAD, r->rcs_dev};
+  TCHECK(gin_launch(k_sigs, 1, 1, 0, &a));
+  TCHECK(gin_stream_synchronize(0));
+  TCHECK(gin_mem_copy(out, r->rcs_dev, 2 * sizeof(uint64_t)));
 }
 
 int main(void) {
@@ -124,7 +143,8 @@ int main(void) {
   TCHECK(gin_comm_init(&r.c, nranks, r.rank, &ids[0], NULL));
   free(ids);
   TCHECK(gin_mem_alloc(3 * SLOT, (void **)&r.mem));
-  TCHECK(gin_mem_alloc(sizeof(int) * NCALLS, (void **)&r.rcs_dev));
+  TCHECK(gin_mem_alloc(sizeof(int) * NCALLS + 2 * sizeof(uint64_t),
+                       (void **)&r.rcs_dev));
   TCHECK(gin_window_register(r.c, r.mem, 3 * SLOT, &r.win));
   gin_devcomm_reqs_t reqs;
   memset(&reqs, 0, sizeof reqs);
@@ -141,7 +161,8 @@ int main(void) {
     if (refused != 0)
       FAIL(&r, "%s kernel before the abort: %d refused",
            test_coop_name(coops[k]), refused);
-    else if (!arrived(&r, value_of(0, k, prev)))
+    else if (!arrived(&r, value_of(0, k, prev), 1) ||
+             !arrived(&r, value_of(0, k, prev), 0))
       FAIL(&r, "%s kernel before the abort: rank %d's bytes missing",
            test_coop_name(coops[k]), prev);
   }
@@ -170,8 +191,12 @@ int main(void) {
     }
     if (now_ms() - t1 > worst) worst = now_ms() - t1;
   }
-  /* Once refused, nothing more arrives anywhere. */
+  /* Once refused, no signal and no value put arrives anywhere. */
   int last = round;
+  uint64_t sig0[2], sig1[2];
+  TCHECK(gin_comm_barrier(world));
+  signals(&r, sig0);
+  TCHECK(gin_comm_barrier(world));
   for (int k = 0; k < ncoops; k++) {
     int refused = gate_kernel(&r, k, value_of(last, k, r.rank));
     if (refused != NCALLS)
@@ -179,10 +204,17 @@ int main(void) {
            test_coop_name(coops[k]), refused, NCALLS);
   }
   TCHECK(gin_comm_barrier(world));
+  signals(&r, sig1);
   for (int k = 0; k < ncoops; k++)
-    if (arrived(&r, value_of(last, k, prev)))
-      FAIL(&r, "rank %d's %s bytes arrived after its writes were refused", prev,
-           test_coop_name(coops[k]));
+    if (arrived(&r, value_of(last, k, prev), 0))
+      FAIL(&r, "rank %d's %s value put landed after its writes were refused",
+           prev, test_coop_name(coops[k]));
+  if (sig1[0] != sig0[0] || sig1[1] != sig0[1])
+    FAIL(&r,
+         "signals moved after the writes were refused: %llu %llu -> "
+         "%llu %llu",
+         (unsigned long long)sig0[0], (unsigned long long)sig0[1],
+         (unsigned long long)sig1[0], (unsigned long long)sig1[1]);
   gin_result_t rc = gin_comm_get_async_error(r.c);
   if (rc != GIN_ERR_ABORTED || !strstr(gin_last_error(), "aborted by rank 0"))
     FAIL(&r, "report: %s: %s", gin_strerror(rc), gin_last_error());
@@ -201,7 +233,7 @@ int main(void) {
   if (r.fails) return 1;
   printf("gate: rank %d: OK: direct put, put_value, signal and barrier "
          "(thread, warp, block) refused at most %.1f ms after the abort was "
-         "known, nothing written after\n",
+         "known; no signal or value put landed after\n",
          r.rank, worst);
   return 0;
 }

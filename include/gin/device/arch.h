@@ -198,9 +198,12 @@ GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
   asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-GIN_DEVICE_FN uint32_t gin_load_relaxed_u32(const uint32_t *p) {
+/* A load that may be served from the SM's L1 (a new kernel and an
+ * acquire load refresh it): for a word that changes once and may be seen
+ * late. Never hoisted out of a loop. */
+GIN_DEVICE_FN uint32_t gin_load_cached_u32(const uint32_t *p) {
   uint32_t v;
-  asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 /* A store other agents see, ordering nothing. */
@@ -309,7 +312,7 @@ GIN_DEVICE_FN uint64_t gin_load_acquire_u64(const uint64_t *p) {
 GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-GIN_DEVICE_FN uint32_t gin_load_relaxed_u32(const uint32_t *p) {
+GIN_DEVICE_FN uint32_t gin_load_cached_u32(const uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
