@@ -267,6 +267,7 @@ if [ "${MODE:-all}" = check ]; then
     rc=$?
     # Refused at init by MPS (still tearing the last victim down): once more.
     if [ $rc != 0 ] && grep -q cudaErrorDevicesUnavailable "$OUT/$t.log"; then
+      mv "$OUT/$t.log" "$OUT/$t.try1.log"
       sleep 15; log "$t: MPS refused the clients; again"
       (cd build-dev && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$t.log" 2>&1
       rc=$?

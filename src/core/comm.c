@@ -386,8 +386,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                  res, free_comm);
   c->ctrl = (gin_ctrl_t *)ctrl_host;
   c->ctrl_dev = (gin_ctrl_t *)ctrl_dev;
-  GIN_CHECK_GOTO(gin_arch_dev_alloc(sizeof(uint32_t), (void **)&c->gate_dev),
-                 res, free_comm);
+  /* The gate word, then its sink (gin_devcomm_t.gate). */
+  GIN_CHECK_GOTO(gin_arch_dev_alloc(64, (void **)&c->gate_dev), res, free_comm);
   /* From here on, collectives stop once the communicator is aborted. */
   gin_bs_set_abort(c->bs, comm_bs_abort, c);
 
@@ -472,9 +472,11 @@ void gin_comm_gate_shut_(gin_comm_t c) {
       !__atomic_compare_exchange_n(&c->gate_shut, &zero, 1, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE))
     return;
-  if (gin_arch_dev_flag_set(c->gate_dev) != GIN_SUCCESS)
+  if (gin_arch_dev_flag_set(c->gate_dev) != GIN_SUCCESS) {
     GIN_WARN(INIT, "rank %d: could not stop direct writes after the abort",
              c->rank);
+    __atomic_store_n(&c->gate_shut, 0, __ATOMIC_RELEASE); /* try again */
+  }
 }
 
 void gin_comm_abort_cpu_(gin_comm_t c) {
@@ -492,11 +494,21 @@ void gin_comm_abort_as_(gin_comm_t c, uint32_t who) {
 }
 
 gin_result_t gin_comm_abort(gin_comm_t comm) {
-  GIN_CHECK(comm_find(comm, "gin_comm_abort"));
-  gin_comm_abort_cpu_(comm);
-  gin_comm_gate_shut_(comm);
-  gin_watch_poke_(comm); /* ranks on other hosts share no abort word */
-  GIN_INFO(INIT, "rank %d: communicator aborted", comm->rank);
+  /* Under the list's lock: a gin_comm_destroy racing this one cannot free
+   * the communicator (and the gate the copy engine is told to write). */
+  pthread_mutex_lock(&live_lock);
+  struct gin_comm *c = live_head;
+  while (c && c != comm)
+    c = c->next_live;
+  int rank = c ? c->rank : -1;
+  if (c) {
+    gin_comm_abort_cpu_(c);
+    gin_comm_gate_shut_(c);
+    gin_watch_poke_(c); /* ranks on other hosts share no abort word */
+  }
+  pthread_mutex_unlock(&live_lock);
+  if (!c) return comm_find(comm, "gin_comm_abort"); /* says why */
+  GIN_INFO(INIT, "rank %d: communicator aborted", rank);
   return GIN_SUCCESS;
 }
 

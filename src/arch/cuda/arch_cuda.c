@@ -255,16 +255,24 @@ gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
 }
 
 gin_result_t gin_arch_dev_flag_set(uint32_t *dev) {
-  /* From pageable memory: the driver stages the word before the call
-   * returns, so the source may go; the copy engine writes it whatever the
-   * SMs are doing. */
+  /* The copy engine writes it whatever the SMs are doing; waited for (a
+   * kernel launched after this returns sees it), at most a second: only
+   * this copy is on the stream. */
   static const uint32_t one = 1;
   cudaStream_t s;
   GIN_CHECK(thread_stream(&s));
   GIN_CUDA_CALL(
       cudaMemcpyAsync(dev, &one, sizeof one, cudaMemcpyHostToDevice, s),
       "cudaMemcpyAsync of the abort gate");
-  return GIN_SUCCESS;
+  for (int i = 0; i < 10000; i++) {
+    cudaError_t e = cudaStreamQuery(s);
+    if (e == cudaSuccess) return GIN_SUCCESS;
+    if (e != cudaErrorNotReady)
+      return GIN_ERROR(GIN_ERR_CUDA, "abort gate copy: %s",
+                       cudaGetErrorString(e));
+    usleep(100);
+  }
+  return GIN_ERROR(GIN_ERR_TIMEOUT, "abort gate copy: not done after 1 s");
 }
 
 /* Copies at least this large go one by one through cudaMemcpyAsync,
