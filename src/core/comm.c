@@ -386,8 +386,8 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                  res, free_comm);
   c->ctrl = (gin_ctrl_t *)ctrl_host;
   c->ctrl_dev = (gin_ctrl_t *)ctrl_dev;
-  /* The gate word, then its sink (gin_devcomm_t.gate). */
-  GIN_CHECK_GOTO(gin_arch_dev_alloc(64, (void **)&c->gate_dev), res, free_comm);
+  GIN_CHECK_GOTO(gin_arch_dev_alloc(sizeof(uint32_t), (void **)&c->gate_dev),
+                 res, free_comm);
   /* From here on, collectives stop once the communicator is aborted. */
   gin_bs_set_abort(c->bs, comm_bs_abort, c);
 

@@ -201,9 +201,13 @@ GIN_DEVICE_FN uint64_t gin_load_relaxed_u64(const uint64_t *p) {
   asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-GIN_DEVICE_FN uint32_t gin_load_relaxed_u32(const uint32_t *p) {
+/* A load that may be served from the SM's L1, so it can return an old
+ * value for as long as the line stays there (a new kernel starts with a
+ * cold L1): for a word that changes once and may be seen late. The
+ * compiler keeps every such load (asm volatile). */
+GIN_DEVICE_FN uint32_t gin_load_cached_u32(const uint32_t *p) {
   uint32_t v;
-  asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 /* A store other agents see, ordering nothing. */
@@ -312,7 +316,7 @@ GIN_DEVICE_FN uint64_t gin_load_acquire_u64(const uint64_t *p) {
 GIN_DEVICE_FN uint32_t gin_load_acquire_u32(const volatile uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-GIN_DEVICE_FN uint32_t gin_load_relaxed_u32(const uint32_t *p) {
+GIN_DEVICE_FN uint32_t gin_load_cached_u32(const uint32_t *p) {
   return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN void gin_store_relaxed_u64(uint64_t *p, uint64_t v) {
@@ -431,22 +435,8 @@ GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
  * source through the non-coherent cache, which can miss what other threads
  * of the kernel wrote into it just before the put. */
 #if GIN_ARCH_CUDA
-/* Where a store goes: dst, or `sink` when shut is nonzero. A selp the
- * compiler cannot see through, so the copy's loads never wait for `shut`
- * (no branch on it to move them behind). */
-#define GIN_COPY_TO(type, gated, shut, sink, p)                                \
-  (!(gated) ? (p) : (type *)gin_sel_ptr_((shut), (sink), (p)))
-GIN_DEVICE_FN void *gin_sel_ptr_(int shut, void *sink, void *p) {
-  void *q;
-  asm volatile("{ .reg .pred s; setp.ne.s32 s, %1, 0; selp.b64 %0, %2, %3, s; }"
-               : "=l"(q)
-               : "r"(shut), "l"(sink), "l"(p));
-  return q;
-}
-/* The copy; gated (a constant): every store goes to `sink` instead when
- * shut is nonzero (sink: 16 writable bytes nobody reads). */
-GIN_DEVICE_FN void gin_copy_coop_(char *dst, const char *src, size_t n, int r,
-                                  int s, int gated, int shut, char *sink) {
+GIN_DEVICE_FN void gin_copy_coop(char *dst, const char *src, size_t n, int r,
+                                 int s) {
   size_t head = 0;
   if ((((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
     const uint4 *vs = (const uint4 *)src;
@@ -455,15 +445,13 @@ GIN_DEVICE_FN void gin_copy_coop_(char *dst, const char *src, size_t n, int r,
     size_t i = (size_t)r;
     for (; i + 3 * (size_t)s < nv; i += 4 * (size_t)s) {
       uint4 a = vs[i], b = vs[i + s], c = vs[i + 2 * s], d = vs[i + 3 * s];
-      *GIN_COPY_TO(uint4, gated, shut, sink, &vd[i]) = a;
-      *GIN_COPY_TO(uint4, gated, shut, sink, &vd[i + s]) = b;
-      *GIN_COPY_TO(uint4, gated, shut, sink, &vd[i + 2 * s]) = c;
-      *GIN_COPY_TO(uint4, gated, shut, sink, &vd[i + 3 * s]) = d;
+      vd[i] = a;
+      vd[i + s] = b;
+      vd[i + 2 * s] = c;
+      vd[i + 3 * s] = d;
     }
-    for (; i < nv; i += (size_t)s) {
-      uint4 a = vs[i];
-      *GIN_COPY_TO(uint4, gated, shut, sink, &vd[i]) = a;
-    }
+    for (; i < nv; i += (size_t)s)
+      vd[i] = vs[i];
     head = nv * 16;
   }
   if ((((uintptr_t)dst | (uintptr_t)src | head) & 7) == 0 && n - head >= 8) {
@@ -472,38 +460,18 @@ GIN_DEVICE_FN void gin_copy_coop_(char *dst, const char *src, size_t n, int r,
     const uint64_t *vs = (const uint64_t *)(src + head);
     uint64_t *vd = (uint64_t *)(dst + head);
     size_t nv = (n - head) / 8;
-    for (size_t i = (size_t)r; i < nv; i += (size_t)s) {
-      uint64_t a = vs[i];
-      *GIN_COPY_TO(uint64_t, gated, shut, sink, &vd[i]) = a;
-    }
+    for (size_t i = (size_t)r; i < nv; i += (size_t)s)
+      vd[i] = vs[i];
     head += nv * 8;
   }
-  for (size_t i = head + (size_t)r; i < n; i += (size_t)s) {
-    char a = src[i];
-    *GIN_COPY_TO(char, gated, shut, sink, &dst[i]) = a;
-  }
-}
-GIN_DEVICE_FN void gin_copy_coop(char *dst, const char *src, size_t n, int r,
-                                 int s) {
-  gin_copy_coop_(dst, src, n, r, s, 0, 0, NULL);
-}
-/* gin_copy_coop, except that nothing reaches dst when shut is nonzero
- * (the stores go to sink); the loads do not wait for shut. */
-GIN_DEVICE_FN void gin_copy_coop_gated(char *dst, const char *src, size_t n,
-                                       int r, int s, int shut, char *sink) {
-  gin_copy_coop_(dst, src, n, r, s, 1, shut, sink);
+  for (size_t i = head + (size_t)r; i < n; i += (size_t)s)
+    dst[i] = src[i];
 }
 #else
 GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
                                  const char *GIN_RESTRICT src, size_t n, int r,
                                  int s) {
   memcpy(dst, src, n);
-}
-GIN_DEVICE_FN void gin_copy_coop_gated(char *GIN_RESTRICT dst,
-                                       const char *GIN_RESTRICT src, size_t n,
-                                       int r, int s, int shut, char *sink) {
-  (void)sink;
-  if (!shut) memcpy(dst, src, n);
 }
 #endif
 

@@ -172,8 +172,7 @@ typedef struct gin_devcomm {
   /* Device memory, nonzero once this rank knows its communicator aborted
    * (a peer died, gin_comm_abort, a device error): direct writes into
    * peers stop there, since a dead peer's memory may go at any moment. A
-   * cheap local read, unlike the abort words in host memory. Bytes 16-31
-   * after it: a sink that a shut put's copy writes instead. */
+   * cheap local read, unlike the abort words in host memory. */
   uint32_t *gate;
   struct gin_ring *rings; /* [nctx] proxy rings (device view), or NULL */
   /* The parts the proxy updates, in host memory the device maps (NULL

@@ -120,16 +120,13 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
 }
 
 /* Whether direct writes into peers must stop (gin_devcomm_t.gate). Read
- * by every thread of a coop, which then agrees (gin_coop_any) before
- * anything is written to the peer. A put's copy does not wait for it: its
- * loads run while the gate is read, and its stores go to the gate's sink
- * instead once shut (gin_copy_coop_gated). */
+ * by every thread of a coop, which then agrees (gin_coop_any). A put
+ * reads it before its copy and acts on it after (the read then costs
+ * nothing on the way: it is in flight with the copy's loads), so once
+ * shut its bytes may still land but no signal does, and it fails; a
+ * signal, a value put and a barrier's wait act on it first. */
 GIN_DEVICE_FN int gin_dev_shut_(const gin_devcomm_t *dc) {
-  return gin_load_relaxed_u32(dc->gate) != 0;
-}
-/* 16 bytes beside the gate that shut copies write and nobody reads. */
-GIN_DEVICE_FN char *gin_dev_sink_(const gin_devcomm_t *dc) {
-  return (char *)dc->gate + 16;
+  return gin_load_cached_u32(dc->gate) != 0;
 }
 /* What a direct write to world rank w returns once shut. */
 GIN_DEVICE_FN int gin_dev_shut_fail_(const gin_devcomm_t *dc, int w) {
@@ -251,13 +248,12 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                          bytes, remote, local, coop);
   /* Direct path: this coop's threads move the bytes themselves, once all
    * of them have written their part of the source (as on the proxy path);
-   * nothing reaches the peer once the communicator aborted. */
+   * no signal once the communicator aborted (gin_dev_shut_). */
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   int shut = gin_dev_shut_(dc);
   gin_coop_sync(coop);
-  gin_copy_coop_gated(gin_dev_base_(dc, dst, w) + dst_off,
-                      gin_dev_base_(dc, src, dc->rank) + src_off, bytes, cr, cs,
-                      shut, gin_dev_sink_(dc));
+  gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off,
+                gin_dev_base_(dc, src, dc->rank) + src_off, bytes, cr, cs);
   if (gin_coop_any(coop, shut)) return gin_dev_shut_fail_(dc, w);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
     return GIN_SUCCESS;
@@ -507,11 +503,9 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
    * gin_dev_remote_), proxied ones by draining every ring (the transports
    * deliver each peer's operations in the order they were consumed). */
   gin_coop_sync(coop);
-  int rc = GIN_SUCCESS;
+  int rc = GIN_SUCCESS, shut = cr == 0 && gin_dev_shut_(dc);
   for (int x = 0; x < dc->nctx && rc == GIN_SUCCESS; x++)
     rc = gin_dev_ring_drain_(dc, x, coop);
-  if (rc == GIN_SUCCESS && cr == 0 && gin_dev_shut_(dc))
-    rc = gin_dev_shut_fail_(dc, -1); /* no arrival once aborted */
   /* Every thread leaves together, with the first thread's result. */
   if ((rc = gin_coop_rc(coop, rc))) return rc;
   uint64_t epoch = dc->bar_epoch[idx] + 1;
@@ -531,7 +525,9 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
           &((uint64_t *)gin_ro_ptr((void *const *)&dc->peer_bar[w]))[idx], 1);
     }
   }
-  if (cr == 0) /* as gin_signal_wait */
+  if (cr == 0 && shut) /* the arrivals may have landed; no wait */
+    rc = gin_dev_shut_fail_(dc, -1);
+  else if (cr == 0) /* as gin_signal_wait */
     rc = gin_dev_wait_(dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
                        epoch * (uint64_t)team.size, 64,
                        GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
