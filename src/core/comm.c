@@ -503,8 +503,14 @@ gin_result_t gin_comm_abort(gin_comm_t comm) {
   int rank = c ? c->rank : -1;
   if (c) {
     gin_comm_abort_cpu_(c);
-    gin_comm_gate_shut_(c);
-    gin_watch_poke_(c); /* ranks on other hosts share no abort word */
+    /* The watcher, woken now, tells ranks on other hosts (they share no
+     * abort word) and shuts the gate from its own thread: this one may be
+     * anywhere, a CUDA stream callback included, where no CUDA call may
+     * be made. Without a watcher, the gate is shut here. */
+    if (c->watch)
+      gin_watch_poke_(c);
+    else
+      gin_comm_gate_shut_(c);
   }
   pthread_mutex_unlock(&live_lock);
   if (!c) return comm_find(comm, "gin_comm_abort"); /* says why */
