@@ -201,6 +201,8 @@ if [ "${MODE:-all}" = check ]; then
   # Checks compiled out, as the benchmarks build it.
   for n in 2 8; do run conformance_nochecks_$n $R -n $n --timeout 60 build-dev-nochecks/tests/conformance/conformance_cuda; done
   run ep_test_nochecks_8 $R -n 8 --timeout 60 build-dev-nochecks/tests/ep/test_ep_cuda
+  # The receive's sources one at a time (two count arrays in turn).
+  run ep_test_onesrc_4 $R -n 4 --timeout 60 build-dev/tests/ep/test_ep_onesrc_cuda
   run conformance_proxy_tinyring_4 env GIN_BACKEND=proxy GIN_PROXY_RING_SIZE=8 $R -n 4 --timeout 60 $T/conformance_cuda
   run conformance_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $T/conformance_cuda
   run badinput_cuda_2 $R -n 2 --timeout 60 $T/badinput_cuda
