@@ -267,8 +267,9 @@ if [ "${MODE:-all}" = check ]; then
   for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_gate_2}; do
     (cd build-dev && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$t.log" 2>&1
     rc=$?
-    # Refused at init by MPS (still tearing the last victim down): once more.
-    if [ $rc != 0 ] && grep -q cudaErrorDevicesUnavailable "$OUT/$t.log"; then
+    # Refused at init by MPS (still tearing the last victim down): once
+    # more (only then: the init call itself names the error).
+    if [ $rc != 0 ] && grep -q "gin_comm_init.*cudaErrorDevicesUnavailable" "$OUT/$t.log"; then
       mv "$OUT/$t.log" "$OUT/$t.try1.log"
       sleep 15; log "$t: MPS refused the clients; again"
       (cd build-dev && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$t.log" 2>&1
