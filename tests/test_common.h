@@ -79,6 +79,20 @@ static inline gin_comm_t test_world_init(int *rank, int *nranks,
   return world;
 }
 
+/* A fresh communicator over the same ranks as `world` (rank 0's unique
+ * id, all-gathered): for a test that aborts or breaks one. */
+static inline gin_comm_t test_comm_fresh(gin_comm_t world, int rank,
+                                         int nranks) {
+  gin_unique_id_t *ids = (gin_unique_id_t *)calloc((size_t)nranks, sizeof *ids);
+  TASSERT(ids, "out of memory");
+  if (rank == 0) TCHECK(gin_get_unique_id(nranks, &ids[0]));
+  TCHECK(gin_comm_allgather(world, &ids[rank], ids, sizeof *ids));
+  gin_comm_t c = NULL;
+  TCHECK(gin_comm_init(&c, nranks, rank, &ids[0], NULL));
+  free(ids);
+  return c;
+}
+
 /* Threads per block for a coop kind on this target. */
 static inline int test_block_threads(gin_coop_t coop) {
 #if GIN_ARCH_CUDA

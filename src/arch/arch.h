@@ -71,8 +71,8 @@ void gin_arch_dev_free(void *ptr);
 /* Synchronous copies and fills; pointers may be host or device memory. */
 gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes);
 /* Sets a 32-bit word of device memory to 1 while kernels may be running
- * and reading it (cuda: a copy-engine write, not waited for, so it never
- * blocks behind spinning kernels; host: an atomic store). */
+ * and reading it (cuda: a copy-engine write, which spinning kernels do
+ * not hold up, waited for at most a second; host: an atomic store). */
 gin_result_t gin_arch_dev_flag_set(uint32_t *dev);
 gin_result_t gin_arch_memset(void *dst, int value, size_t bytes);
 /* Starts n copies on the calling thread's copy queue (its stream on cuda:

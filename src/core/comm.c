@@ -43,12 +43,18 @@ GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gin_comm *live_head;
 
-static gin_result_t comm_find(gin_comm_t comm, const char *fn) {
-  if (!comm) return GIN_ERROR(GIN_ERR_INVALID, "%s: comm is NULL", fn);
-  pthread_mutex_lock(&live_lock);
+/* comm if it is live, else NULL; the caller holds live_lock. */
+static struct gin_comm *comm_live_locked(gin_comm_t comm) {
   struct gin_comm *c = live_head;
   while (c && c != comm)
     c = c->next_live;
+  return c;
+}
+
+static gin_result_t comm_find(gin_comm_t comm, const char *fn) {
+  if (!comm) return GIN_ERROR(GIN_ERR_INVALID, "%s: comm is NULL", fn);
+  pthread_mutex_lock(&live_lock);
+  struct gin_comm *c = comm_live_locked(comm);
   pthread_mutex_unlock(&live_lock);
   if (!c)
     return GIN_ERROR(GIN_ERR_STATE,
@@ -497,9 +503,7 @@ gin_result_t gin_comm_abort(gin_comm_t comm) {
   /* Under the list's lock: a gin_comm_destroy racing this one cannot free
    * the communicator (and the gate the copy engine is told to write). */
   pthread_mutex_lock(&live_lock);
-  struct gin_comm *c = live_head;
-  while (c && c != comm)
-    c = c->next_live;
+  struct gin_comm *c = comm ? comm_live_locked(comm) : NULL;
   int rank = c ? c->rank : -1;
   if (c) {
     gin_comm_abort_cpu_(c);

@@ -116,8 +116,9 @@ gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn);
 uint32_t gin_comm_aborted_by_(gin_comm_t comm);
 /* Sets the devcomms' gate once the communicator aborted: this rank's
  * kernels stop writing into peers directly (a dead peer's memory may be
- * unmapped at any moment). Idempotent, never blocks on the GPU's work
- * (a copy-engine write); any thread. */
+ * unmapped at any moment). Idempotent (retried after a failure); a
+ * copy-engine write, waited for at most a second. Not in a CUDA stream
+ * callback (gin_comm_abort leaves it to the watcher). */
 void gin_comm_gate_shut_(gin_comm_t comm);
 /* Marks the communicator aborted from a CPU thread (this rank's and its
  * load/store peers' CPU-side words). Works during init and destroy too. */

@@ -137,13 +137,15 @@ static void watch_dead(gin_watch_t *w, int dead, int by, int how, int err) {
 }
 
 /* This communicator aborted: tell the links once (not when a death did
- * it: that news is on its way already). */
-static void watch_abort_check(gin_watch_t *w) {
+ * it: that news is on its way already). Returns who aborted it (1 +
+ * rank), 0 if nobody. */
+static uint32_t watch_abort_check(gin_watch_t *w) {
   uint32_t who = gin_comm_aborted_by_(w->comm);
-  if (!who || w->told || w->ndead) return;
+  if (!who || w->told || w->ndead) return who;
   w->told = 1;
   gin_watch_msg_t m = {GIN_WATCH_ABORT, 0, 0, (int)who - 1, w->comm->rank};
   watch_tell(w, &m, -1);
+  return who;
 }
 
 static void watch_handle(gin_watch_t *w, watch_link_t *l,
@@ -226,8 +228,8 @@ static void *watch_main(void *arg) {
     for (int i = 0; i < w->nlinks; i++)
       if (pfd[i + 1].revents && w->links[i].fd >= 0)
         watch_read(w, &w->links[i]);
-    watch_abort_check(w);
-    if (gin_comm_aborted_by_(w->comm)) gin_comm_gate_shut_(w->comm);
+    /* Aborted: this rank's direct writes stop too (the gate). */
+    if (watch_abort_check(w)) gin_comm_gate_shut_(w->comm);
     __atomic_store_n(&w->handling, 0, __ATOMIC_RELEASE);
   }
 }

@@ -132,21 +132,8 @@ static void expect_aborted(run_t *r, int cs, int aborter, const char *what,
            r->rank, case_names[cs], what, ms, msg);
 }
 
-/* A fresh communicator for a case: rank 0's unique id, all-gathered. */
-static gin_comm_t case_comm(run_t *r) {
-  gin_unique_id_t *ids =
-      (gin_unique_id_t *)calloc((size_t)r->nranks, sizeof *ids);
-  TASSERT(ids, "out of memory");
-  if (r->rank == 0) TCHECK(gin_get_unique_id(r->nranks, &ids[0]));
-  TCHECK(gin_comm_allgather(r->world, &ids[r->rank], ids, sizeof *ids));
-  gin_comm_t c = NULL;
-  TCHECK(gin_comm_init(&c, r->nranks, r->rank, &ids[0], NULL));
-  free(ids);
-  return c;
-}
-
 static void run_case(run_t *r, int cs) {
-  gin_comm_t c = case_comm(r);
+  gin_comm_t c = test_comm_fresh(r->world, r->rank, r->nranks);
   int aborter = cs % r->nranks, late = r->nranks - 1;
   int kernel = cs == CASE_DEVWAIT || cs == CASE_RINGWAIT;
   void *mem = NULL;

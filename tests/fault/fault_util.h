@@ -150,4 +150,14 @@ static inline int leftovers(char *out, size_t len) {
   return n;
 }
 
+/* Prints "TEST: rank R: FAIL message" and counts it in (r)->fails (r: a
+ * run with `rank` and `fails`). */
+#define FAULT_FAIL(test, r, ...)                                               \
+  do {                                                                         \
+    printf(test ": rank %d: FAIL ", (r)->rank);                                \
+    printf(__VA_ARGS__);                                                       \
+    printf("\n");                                                              \
+    (r)->fails++;                                                              \
+  } while (0)
+
 #endif

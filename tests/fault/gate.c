@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "test_common.h"
 
 #define SLOT 64            /* window: source | put dest | value dest */
@@ -60,11 +60,7 @@ GIN_KERNEL(k_gate, kargs_t) {
       args.rc_out[i] = rc[i];
 }
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
+static double now_ms(void) { return (double)now_ns() / 1e6; }
 
 typedef struct run {
   int rank, fails;
@@ -75,13 +71,7 @@ typedef struct run {
   int *rcs_dev; /* [NCALLS] ints, or two uint64 */
 } run_t;
 
-#define FAIL(r, ...)                                                           \
-  do {                                                                         \
-    printf("gate: rank %d: FAIL ", (r)->rank);                                 \
-    printf(__VA_ARGS__);                                                       \
-    printf("\n");                                                              \
-    (r)->fails++;                                                              \
-  } while (0)
+#define FAIL(r, ...) FAULT_FAIL("gate", r, __VA_ARGS__)
 
 /* The value a kernel sends: its round, coop and sender, in every byte
  * position that matters. */
@@ -136,12 +126,7 @@ int main(void) {
   run_t r;
   memset(&r, 0, sizeof r);
   gin_comm_t world = test_world_init(&r.rank, &nranks, 2);
-  gin_unique_id_t *ids = (gin_unique_id_t *)calloc((size_t)nranks, sizeof *ids);
-  TASSERT(ids, "ids");
-  if (r.rank == 0) TCHECK(gin_get_unique_id(nranks, &ids[0]));
-  TCHECK(gin_comm_allgather(world, &ids[r.rank], ids, sizeof *ids));
-  TCHECK(gin_comm_init(&r.c, nranks, r.rank, &ids[0], NULL));
-  free(ids);
+  r.c = test_comm_fresh(world, r.rank, nranks);
   TCHECK(gin_mem_alloc(3 * SLOT, (void **)&r.mem));
   TCHECK(gin_mem_alloc(sizeof(int) * NCALLS + 2 * sizeof(uint64_t),
                        (void **)&r.rcs_dev));

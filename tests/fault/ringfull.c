@@ -121,13 +121,7 @@ typedef struct run {
   gin_devcomm_t dc;
 } run_t;
 
-#define FAIL(r, ...)                                                           \
-  do {                                                                         \
-    printf("ringfull: rank %d: FAIL ", (r)->rank);                             \
-    printf(__VA_ARGS__);                                                       \
-    printf("\n");                                                              \
-    (r)->fails++;                                                              \
-  } while (0)
+#define FAIL(r, ...) FAULT_FAIL("ringfull", r, __VA_ARGS__)
 
 static gin_result_t run_kernel(run_t *r, int mode, int rcs[BLOCKS]) {
   kargs_t a = {r->dc, r->win, mode, r->rc_dev, r->sigs_dev};
