@@ -62,6 +62,7 @@ if [ "${MODE:-all}" = nvshmem ]; then
   exit 0
 fi
 log "build $(date -u +%FT%TZ)"
+if [ "${MODE:-all}" != lat ]; then
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_FLAGS=-lineinfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 >>"$OUT/build.log" 2>&1 \
@@ -71,6 +72,12 @@ cmake -S . -B build-dev-nochecks -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_C
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$OUT/build.log" 2>&1 && \
   cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda test_ep_cuda conformance_cuda >>"$OUT/build.log" 2>&1 \
   || log "nochecks build failed"
+else # MODE=lat: gin-perf only (checks off), below
+  cmake -S . -B build-dev-nochecks -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/build.log" 2>&1 && \
+    cmake --build build-dev-nochecks -j 16 --target gin_perf_cuda ginrun >>"$OUT/build.log" 2>&1 \
+    || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
+fi
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
@@ -188,6 +195,35 @@ if [ "${MODE:-all}" = ncu ]; then
   ncu -i $OUT/ep_send.ncu-rep --page source --csv --print-source cuda,sass \
     > $OUT/ep_send_source.csv 2> $OUT/ep_send_source.err
   log "source page: $(wc -l < $OUT/ep_send_source.csv) lines"
+  finish
+fi
+
+# MODE=lat EXPS="a.patch b.patch": a latency experiment with several
+# candidates and nothing else: gin-perf (checks off) of this tree ("base")
+# and of a copy with each patch applied ("x1", "x2", ...), run in turn:
+# 8-byte thread round trip, warp and block round trips, barrier, rate and
+# the ladder. For a landing, MODE=check follows.
+if [ "${MODE:-all}" = lat ]; then
+  R=build-dev-nochecks/ginrun
+  bins="base:build-dev-nochecks/gin_perf_cuda"
+  i=0
+  for p in ${EXPS:-}; do
+    i=$((i + 1)); X=/tmp/exp-tree-$i; EXP=$p
+    exp_copy && exp_build build-x "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DGIN_DEVICE_CHECKS=OFF" gin_perf_cuda &&
+      bins="$bins x$i:$X/build-x/gin_perf_cuda"
+    log "x$i = $p"
+  done
+  for rep in 1 2; do
+    for b in $bins; do pf pp_${b%%:*}_$rep $R -n 2 --timeout 60 ${b#*:} pingpong -b 8 -e 8 -n 5000 -w 500; done
+    for g in warp block; do
+      for b in $bins; do pf pp_${g}_${b%%:*}_$rep $R -n 2 --timeout 60 ${b#*:} pingpong -g $g -b 8 -e 4096 -f 8 -n 5000 -w 500; done
+    done
+  done
+  for b in $bins; do
+    pf bar_block_${b%%:*} $R -n 2 --timeout 60 ${b#*:} barrier -g block -n 5000 -w 500
+    pf rate_${b%%:*} $R -n 2 --timeout 60 ${b#*:} rate -n 300 -w 30 --reps 5
+    pf ladder_${b%%:*} $R -n 2 --timeout 60 ${b#*:} ladder -n 3000 -w 300
+  done
   finish
 fi
 
