@@ -11,6 +11,8 @@
  *     TIMEOUT: a = ranks joined, b = first missing rank, c = timeout in ms
  *     REFUSED: a = reason (enum bs_reason), b = the rank the hello named
  *   collective header (16 B): magic u32 "GINA", sequence u32, bytes u64
+ * What arrives goes through the pure checks (gin_bs_*_check: no I/O, no
+ * logging; fuzzed, tests/fuzz) before anything acts on it.
  *
  * Every blocking step is a poll() bounded by a deadline; sockets are
  * non-blocking and sends use MSG_NOSIGNAL.
@@ -34,20 +36,18 @@
 #include "net.h"
 
 #define BS_HELLO_BYTES GIN_BS_HELLO_BYTES
-#define BS_REPLY_BYTES 24
-#define BS_ENTRY_BYTES 20
-#define BS_COLL_BYTES 16
-#define BS_COLL_MAGIC 0x47494e41u /* "GINA" */
-#define BS_HELLO_WAIT_MS 1000     /* a connection must say hello this fast */
-#define BS_MAX_PENDING 64         /* connections waiting for their hello */
-#define BS_RETRY_MS 20            /* pause between connection attempts */
+#define BS_REPLY_BYTES GIN_BS_REPLY_BYTES
+#define BS_ENTRY_BYTES GIN_BS_ENTRY_BYTES
+#define BS_COLL_BYTES GIN_BS_COLL_BYTES
+#define BS_HELLO_WAIT_MS 1000 /* a connection must say hello this fast */
+#define BS_MAX_PENDING 64     /* connections waiting for their hello */
+#define BS_RETRY_MS 20        /* pause between connection attempts */
 #define BS_ADDRSTR 64
 /* Collectives check the owner's abort this often; a broken ring waits at
  * most this long for the owner to name its cause (a dead rank). */
 #define BS_ABORT_SLICE_MS 20
 #define BS_SETTLE_MS 1000
 
-enum { BS_STATUS_OK = 0, BS_STATUS_TIMEOUT = 1, BS_STATUS_REFUSED = 2 };
 enum { BS_IO_OK = 0, BS_IO_TIMEOUT = -1, BS_IO_EOF = -2 };
 
 /* Why a hello was refused (also sent to the rank in a REFUSED reply). */
@@ -114,14 +114,132 @@ static void bs_hello_decode(const uint8_t *p, gin_bs_hello_t *h) {
   memcpy(h->addr, p + 36, 16);
 }
 
+/* Formats why into buf (if any) and returns res. */
+static gin_result_t bs_why(char *buf, size_t len, gin_result_t res,
+                           const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static gin_result_t bs_why(char *buf, size_t len, gin_result_t res,
+                           const char *fmt, ...) {
+  if (buf && len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+  }
+  return res;
+}
+
+void gin_bs_reply_encode(const gin_bs_reply_t *r, uint8_t *p) {
+  put_le(p, GIN_BS_MAGIC, 4);
+  put_le(p + 4, r->status, 4);
+  put_le(p + 8, (uint32_t)r->nranks, 4);
+  put_le(p + 12, (uint32_t)r->a, 4);
+  put_le(p + 16, (uint32_t)r->b, 4);
+  put_le(p + 20, (uint32_t)r->c, 4);
+}
+
 static void bs_reply_put(uint8_t *p, int status, int nranks, int a, int b,
                          int c) {
-  put_le(p, GIN_BS_MAGIC, 4);
-  put_le(p + 4, (uint32_t)status, 4);
-  put_le(p + 8, (uint32_t)nranks, 4);
-  put_le(p + 12, (uint32_t)a, 4);
-  put_le(p + 16, (uint32_t)b, 4);
-  put_le(p + 20, (uint32_t)c, 4);
+  gin_bs_reply_t r = {
+      .status = (uint32_t)status, .nranks = nranks, .a = a, .b = b, .c = c};
+  gin_bs_reply_encode(&r, p);
+}
+
+gin_result_t gin_bs_reply_check(const void *buf, size_t len, int nranks,
+                                char *why, size_t why_len,
+                                gin_bs_reply_t *out) {
+  if (!buf) return GIN_ERR_INVALID;
+  const uint8_t *p = buf;
+  gin_result_t bad = GIN_ERR_PROTOCOL;
+  if (len != BS_REPLY_BYTES)
+    return bs_why(why, why_len, bad, "reply of %zu bytes, expected %d", len,
+                  BS_REPLY_BYTES);
+  uint32_t magic = (uint32_t)get_le(p, 4);
+  gin_bs_reply_t r = {.status = (uint32_t)get_le(p + 4, 4),
+                      .nranks = (int32_t)get_le(p + 8, 4),
+                      .a = (int32_t)get_le(p + 12, 4),
+                      .b = (int32_t)get_le(p + 16, 4),
+                      .c = (int32_t)get_le(p + 20, 4)};
+  if (magic != GIN_BS_MAGIC)
+    return bs_why(why, why_len, bad, "bad reply magic 0x%08x", magic);
+  /* TIMEOUT and REFUSED are news for the caller to report, whatever the
+   * numbers; only OK must be for this job. */
+  if (r.status != GIN_BS_STATUS_TIMEOUT && r.status != GIN_BS_STATUS_REFUSED &&
+      (r.status != GIN_BS_STATUS_OK || r.nranks != nranks))
+    return bs_why(why, why_len, bad, "bad reply (status %u, %d ranks)",
+                  r.status, (int)r.nranks);
+  if (out) *out = r;
+  return GIN_SUCCESS;
+}
+
+void gin_bs_table_encode(const gin_net_addr_t *addrs, int nranks, uint8_t *p) {
+  for (int r = 0; r < nranks; r++) {
+    uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
+    put_le(e, addrs[r].family, 2);
+    put_le(e + 2, addrs[r].port, 2);
+    memcpy(e + 4, addrs[r].addr, 16);
+  }
+}
+
+gin_result_t gin_bs_table_check(const void *buf, size_t len, int nranks,
+                                int self, const gin_net_addr_t *own, char *why,
+                                size_t why_len, gin_net_addr_t *addrs_out) {
+  if (!buf || !own || nranks < 1 || self < 0 || self >= nranks)
+    return GIN_ERR_INVALID;
+  const uint8_t *p = buf;
+  gin_result_t bad = GIN_ERR_PROTOCOL;
+  size_t want = (size_t)nranks * BS_ENTRY_BYTES;
+  if (len != want)
+    return bs_why(why, why_len, bad,
+                  "address table of %zu bytes, expected %zu (%d ranks)", len,
+                  want, nranks);
+  for (int r = 0; r < nranks; r++) {
+    const uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
+    unsigned family = (unsigned)get_le(e, 2), port = (unsigned)get_le(e + 2, 2);
+    if ((family != AF_INET && family != AF_INET6) || (port == 0 && nranks > 1))
+      return bs_why(why, why_len, bad,
+                    "bad address of rank %d in the table (family %u, port "
+                    "%u)",
+                    r, family, port);
+  }
+  const uint8_t *mine = p + (size_t)self * BS_ENTRY_BYTES;
+  if (get_le(mine + 2, 2) != own->port || memcmp(mine + 4, own->addr, 16) != 0)
+    return bs_why(why, why_len, bad,
+                  "the table's entry for this rank is not the address it "
+                  "sent");
+  for (int r = 0; addrs_out && r < nranks; r++) {
+    const uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
+    addrs_out[r].family = (uint16_t)get_le(e, 2);
+    addrs_out[r].port = (uint16_t)get_le(e + 2, 2);
+    memcpy(addrs_out[r].addr, e + 4, 16);
+  }
+  return GIN_SUCCESS;
+}
+
+void gin_bs_coll_encode(uint32_t seq, uint64_t bytes, uint8_t *p) {
+  put_le(p, GIN_BS_COLL_MAGIC, 4);
+  put_le(p + 4, seq, 4);
+  put_le(p + 8, bytes, 8);
+}
+
+gin_result_t gin_bs_coll_check(const void *buf, size_t len, uint32_t seq,
+                               uint64_t bytes, char *why, size_t why_len) {
+  if (!buf) return GIN_ERR_INVALID;
+  const uint8_t *p = buf;
+  if (len != BS_COLL_BYTES)
+    return bs_why(why, why_len, GIN_ERR_PROTOCOL,
+                  "collective header of %zu bytes, expected %d", len,
+                  BS_COLL_BYTES);
+  uint32_t magic = (uint32_t)get_le(p, 4), got_seq = (uint32_t)get_le(p + 4, 4);
+  uint64_t got_bytes = get_le(p + 8, 8);
+  if (magic != GIN_BS_COLL_MAGIC || got_seq != seq || got_bytes != bytes)
+    return bs_why(why, why_len, GIN_ERR_PROTOCOL,
+                  "mismatch: the previous rank sent collective %u of %llu "
+                  "bytes per rank (magic 0x%08x), this rank expects %u of "
+                  "%llu bytes",
+                  got_seq, (unsigned long long)got_bytes, magic, seq,
+                  (unsigned long long)bytes);
+  return GIN_SUCCESS;
 }
 
 /* Checks a decoded hello; returns BS_OK or why it is refused. Pure. */
@@ -351,7 +469,7 @@ static void bs_acceptor_refuse(bs_acceptor_t *a, int fd, const char *peer,
            bs_reason_str(r, h, a->nranks, a->kind, why, sizeof why));
   if (a->reply) {
     uint8_t rep[BS_REPLY_BYTES];
-    bs_reply_put(rep, BS_STATUS_REFUSED, a->nranks, r, h->rank, 0);
+    bs_reply_put(rep, GIN_BS_STATUS_REFUSED, a->nranks, r, h->rank, 0);
     ssize_t n = send(fd, rep, sizeof rep, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;
   }
@@ -494,13 +612,8 @@ static void bs_root_finish(bs_root_t *root, int joined) {
       GIN_WARN(BOOTSTRAP, "%s: out of memory for the table", root->acc.who);
       return;
     }
-    bs_reply_put(msg, BS_STATUS_OK, n, 0, 0, 0);
-    for (int r = 0; r < n; r++) {
-      uint8_t *e = msg + BS_REPLY_BYTES + (size_t)r * BS_ENTRY_BYTES;
-      put_le(e, root->addr[r].family, 2);
-      put_le(e + 2, root->addr[r].port, 2);
-      memcpy(e + 4, root->addr[r].addr, 16);
-    }
+    bs_reply_put(msg, GIN_BS_STATUS_OK, n, 0, 0, 0);
+    gin_bs_table_encode(root->addr, n, msg + BS_REPLY_BYTES);
     bs_root_send(root, msg, len);
     free(msg);
     GIN_INFO(BOOTSTRAP, "%s: all %d ranks joined", root->acc.who, n);
@@ -520,7 +633,7 @@ static void bs_root_finish(bs_root_t *root, int joined) {
              root->acc.who, missing, n - joined > 1 ? " and others" : "",
              (long long)root->timeout_ms, joined, n);
   uint8_t rep[BS_REPLY_BYTES];
-  bs_reply_put(rep, BS_STATUS_TIMEOUT, n, joined, missing,
+  bs_reply_put(rep, GIN_BS_STATUS_TIMEOUT, n, joined, missing,
                root->timeout_ms > INT32_MAX ? INT32_MAX
                                             : (int)root->timeout_ms);
   bs_root_send(root, rep, sizeof rep);
@@ -657,61 +770,48 @@ err_free:
 static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
                                 const gin_bs_hello_t *hello,
                                 gin_net_addr_t *addrs, uint64_t deadline) {
-  char what[160], why[96];
+  char what[160], why[128] = "";
   int n = bs->nranks, io;
   uint8_t msg[BS_HELLO_BYTES]; /* the hello, then the reply header */
+  gin_bs_reply_t rep;
   gin_bs_hello_encode(hello, msg);
   snprintf(what, sizeof what, "bootstrap: rank %d registering with root %s",
            bs->rank, rstr);
   if ((io = bs_io_all(rfd, msg, BS_HELLO_BYTES, 1, deadline)) ||
       (io = bs_io_all(rfd, msg, BS_REPLY_BYTES, 0, deadline)))
     return bs_io_error(io, bs->timeout_ms, what);
-  uint32_t magic = (uint32_t)get_le(msg, 4),
-           status = (uint32_t)get_le(msg + 4, 4);
-  int rn = (int)get_le(msg + 8, 4), a = (int)get_le(msg + 12, 4),
-      b = (int)get_le(msg + 16, 4), c = (int)get_le(msg + 20, 4);
-  if (magic != GIN_BS_MAGIC)
-    return GIN_ERROR(GIN_ERR_PROTOCOL, "%s: bad reply magic 0x%08x", what,
-                     magic);
-  if (status == BS_STATUS_TIMEOUT)
+  if (gin_bs_reply_check(msg, BS_REPLY_BYTES, n, why, sizeof why, &rep) !=
+      GIN_SUCCESS)
+    return GIN_ERROR(GIN_ERR_PROTOCOL, "%s: %s", what, why);
+  /* The root's numbers, any values: a < n - 1 is n - a > 1 without
+   * overflow. */
+  if (rep.status == GIN_BS_STATUS_TIMEOUT)
     return GIN_ERROR(GIN_ERR_TIMEOUT,
                      "bootstrap: rank %d%s did not join within %d ms (%d of %d "
                      "joined; root %s gave up)",
-                     b, n - a > 1 ? " and others" : "", c, a, n, rstr);
-  if (status == BS_STATUS_REFUSED) {
+                     (int)rep.b, rep.a < n - 1 ? " and others" : "", (int)rep.c,
+                     (int)rep.a, n, rstr);
+  if (rep.status == GIN_BS_STATUS_REFUSED) {
     gin_bs_hello_t h = *hello;
-    h.rank = b;
+    h.rank = rep.b;
     return GIN_ERROR(GIN_ERR_PROTOCOL, "%s: refused: %s", what,
-                     bs_reason_str((enum bs_reason)a, &h, rn, GIN_BS_HELLO_ROOT,
-                                   why, sizeof why));
+                     bs_reason_str((enum bs_reason)rep.a, &h, (int)rep.nranks,
+                                   GIN_BS_HELLO_ROOT, why, sizeof why));
   }
-  if (status != BS_STATUS_OK || rn != n)
-    return GIN_ERROR(GIN_ERR_PROTOCOL, "%s: bad reply (status %u, %d ranks)",
-                     what, status, rn);
-  uint8_t *table = malloc((size_t)n * BS_ENTRY_BYTES);
+  size_t tlen = (size_t)n * BS_ENTRY_BYTES;
+  uint8_t *table = malloc(tlen);
   if (!table) return GIN_ERROR(GIN_ERR_NOMEM, "%s: out of memory", what);
-  io = bs_io_all(rfd, table, (size_t)n * BS_ENTRY_BYTES, 0, deadline);
-  for (int r = 0; io == BS_IO_OK && r < n; r++) {
-    const uint8_t *e = table + (size_t)r * BS_ENTRY_BYTES;
-    addrs[r].family = (uint16_t)get_le(e, 2);
-    addrs[r].port = (uint16_t)get_le(e + 2, 2);
-    memcpy(addrs[r].addr, e + 4, 16);
-  }
+  gin_net_addr_t own = {.family = hello->family, .port = hello->port};
+  memcpy(own.addr, hello->addr, 16);
+  gin_result_t res = GIN_SUCCESS;
+  io = bs_io_all(rfd, table, tlen, 0, deadline);
+  if (io == BS_IO_OK)
+    res = gin_bs_table_check(table, tlen, n, bs->rank, &own, why, sizeof why,
+                             addrs);
   free(table);
   if (io) return bs_io_error(io, bs->timeout_ms, what);
-  for (int r = 0; r < n; r++)
-    if ((addrs[r].family != AF_INET && addrs[r].family != AF_INET6) ||
-        (addrs[r].port == 0 && n > 1))
-      return GIN_ERROR(GIN_ERR_PROTOCOL,
-                       "%s: bad address of rank %d in the table (family %u, "
-                       "port %u)",
-                       what, r, addrs[r].family, addrs[r].port);
-  if (addrs[bs->rank].port != hello->port ||
-      memcmp(addrs[bs->rank].addr, hello->addr, 16) != 0)
-    return GIN_ERROR(GIN_ERR_PROTOCOL,
-                     "%s: the table's entry for this rank is not the address "
-                     "it sent",
-                     what);
+  if (res != GIN_SUCCESS)
+    return GIN_ERROR(GIN_ERR_PROTOCOL, "%s: %s", what, why);
   return GIN_SUCCESS;
 }
 
@@ -1117,17 +1217,11 @@ static gin_result_t bs_coll_recv(bs_coll_t *c) {
     return GIN_SUCCESS;
   }
   c->hr += (size_t)k;
-  uint32_t magic = (uint32_t)get_le(c->hin, 4);
-  uint32_t seq = (uint32_t)get_le(c->hin + 4, 4);
-  uint64_t bytes = get_le(c->hin + 8, 8);
+  char why[256];
   if (c->hr == BS_COLL_BYTES &&
-      (magic != BS_COLL_MAGIC || seq != c->seq || bytes != c->bytes))
-    return bs_coll_fail(c, GIN_ERR_PROTOCOL,
-                        "mismatch: the previous rank sent collective %u of "
-                        "%llu bytes per rank (magic 0x%08x), this rank "
-                        "expects %u of %zu bytes",
-                        seq, (unsigned long long)bytes, magic, c->seq,
-                        c->bytes);
+      gin_bs_coll_check(c->hin, BS_COLL_BYTES, c->seq, c->bytes, why,
+                        sizeof why) != GIN_SUCCESS)
+    return bs_coll_fail(c, GIN_ERR_PROTOCOL, "%s", why);
   return GIN_SUCCESS;
 }
 
@@ -1155,9 +1249,7 @@ gin_result_t gin_bs_allgather(gin_bs_t *bs, void *buf, size_t bytes) {
   c.total = (n - 1) * bytes;
   bs->seq++;
   if (n == 1) return GIN_SUCCESS;
-  put_le(c.hout, BS_COLL_MAGIC, 4);
-  put_le(c.hout + 4, c.seq, 4);
-  put_le(c.hout + 8, bytes, 8);
+  gin_bs_coll_encode(c.seq, bytes, c.hout);
   uint64_t deadline = bs_deadline(bs->timeout_ms);
   for (int aborted = 0;;) {
     int want_send = c.hs < BS_COLL_BYTES || c.sp < bs_coll_send_limit(&c);

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -68,6 +69,123 @@ static int bs_hello(void) {
   h.version = GIN_BS_VERSION, h.secret[15] ^= 1;
   gin_bs_hello_encode(&h, m);
   rc |= put(fz, "bad_secret", &root4, 1, m, GIN_BS_HELLO_BYTES);
+  return rc;
+}
+
+static int bs_reply(void) {
+  const char *fz = "fuzz_bs_reply";
+  /* nranks 4, stream, why of 63 bytes; rank 2 that sent 127.0.0.1:5000 */
+  uint8_t pre[2] = {3 | 7 << 4, 2 | 0 << 3};
+  uint8_t whole[2] = {3 | 1 << 3 | 7 << 4, 2}; /* the rest is one reply */
+  gin_net_addr_t tab[4] = {{AF_INET, 5002, {127, 0, 0, 1}},
+                           {AF_INET6, 5003, {[15] = 1}},
+                           {AF_INET, 5000, {127, 0, 0, 1}},
+                           {AF_INET, 65535, {10, 1, 2, 3}}};
+  uint8_t m[GIN_BS_REPLY_BYTES + 4 * GIN_BS_ENTRY_BYTES + 1] = {0};
+  size_t full = GIN_BS_REPLY_BYTES + 4 * GIN_BS_ENTRY_BYTES;
+  gin_bs_reply_t r = {.status = GIN_BS_STATUS_OK, .nranks = 4};
+  int rc = 0;
+  gin_bs_reply_encode(&r, m);
+  gin_bs_table_encode(tab, 4, m + GIN_BS_REPLY_BYTES);
+  rc |= put(fz, "ok_table", pre, 2, m, full);
+  rc |= put(fz, "table_truncated", pre, 2, m, full - 1);
+  rc |= put(fz, "table_too_long", pre, 2, m, full + 1);
+  rc |= put(fz, "table_missing", pre, 2, m, GIN_BS_REPLY_BYTES);
+  rc |= put(fz, "reply_truncated", pre, 2, m, 20);
+  rc |= put(fz, "empty", pre, 2, m, 0);
+  rc |= put(fz, "reply_only_ok", whole, 2, m, GIN_BS_REPLY_BYTES);
+  rc |= put(fz, "reply_too_long", whole, 2, m, GIN_BS_REPLY_BYTES + 1);
+  pre[1] = 1; /* rank 1 sent 127.0.0.1:5000, the table says [::1]:5003 */
+  rc |= put(fz, "table_not_own", pre, 2, m, full);
+  pre[1] = 1 | 1 << 3; /* rank 1 that sent [::1]:5001 */
+  tab[1].port = 5001;
+  gin_bs_table_encode(tab, 4, m + GIN_BS_REPLY_BYTES);
+  rc |= put(fz, "ok_table_own_v6", pre, 2, m, full);
+  pre[1] = 2;
+  tab[3].family = 99;
+  gin_bs_table_encode(tab, 4, m + GIN_BS_REPLY_BYTES);
+  rc |= put(fz, "table_bad_family", pre, 2, m, full);
+  tab[3].family = AF_INET, tab[0].port = 0;
+  gin_bs_table_encode(tab, 4, m + GIN_BS_REPLY_BYTES);
+  rc |= put(fz, "table_port_zero", pre, 2, m, full);
+  /* One rank, not listening (port 0), that sent 127.0.0.1:0. */
+  uint8_t one[2] = {0 | 7 << 4, 0 | 3 << 3};
+  gin_net_addr_t t1 = {AF_INET, 0, {127, 0, 0, 1}};
+  r.nranks = 1;
+  gin_bs_reply_encode(&r, m);
+  gin_bs_table_encode(&t1, 1, m + GIN_BS_REPLY_BYTES);
+  rc |= put(fz, "ok_single_rank", one, 2, m,
+            GIN_BS_REPLY_BYTES + GIN_BS_ENTRY_BYTES);
+  /* A valid stream for each other job size: the last rank receives it,
+   * having sent one of the harness's first three addresses. */
+  uint8_t big[GIN_BS_REPLY_BYTES + 8 * GIN_BS_ENTRY_BYTES];
+  gin_net_addr_t own[3] = {{AF_INET, 5000, {127, 0, 0, 1}},
+                           {AF_INET6, 5001, {[15] = 1}},
+                           {AF_INET, 65535, {10, 1, 2, 3}}};
+  for (int n = 2; n <= 8; n++) {
+    if (n == 4) continue; /* ok_table */
+    char name[32];
+    gin_net_addr_t t[8];
+    uint8_t p[2] = {(uint8_t)((n - 1) | 7 << 4),
+                    (uint8_t)((n - 1) | (n % 3) << 3)};
+    for (int k = 0; k < n; k++)
+      t[k] = (gin_net_addr_t){AF_INET, (uint16_t)(6000 + k), {127, 0, 0, 1}};
+    t[n - 1] = own[n % 3];
+    r = (gin_bs_reply_t){.status = GIN_BS_STATUS_OK, .nranks = n};
+    gin_bs_reply_encode(&r, big);
+    gin_bs_table_encode(t, n, big + GIN_BS_REPLY_BYTES);
+    snprintf(name, sizeof name, "ok_table_%d_ranks", n);
+    rc |= put(fz, name, p, 2, big,
+              GIN_BS_REPLY_BYTES + (size_t)n * GIN_BS_ENTRY_BYTES);
+  }
+  r = (gin_bs_reply_t){.status = GIN_BS_STATUS_OK, .nranks = 5};
+  gin_bs_reply_encode(&r, m);
+  rc |= put(fz, "ok_other_size", pre, 2, m, full);
+  r = (gin_bs_reply_t){GIN_BS_STATUS_TIMEOUT, 4, 2, 3, 30000};
+  gin_bs_reply_encode(&r, m);
+  rc |= put(fz, "timeout", pre, 2, m, GIN_BS_REPLY_BYTES);
+  r = (gin_bs_reply_t){GIN_BS_STATUS_TIMEOUT, -1, INT32_MIN, -1, INT32_MAX};
+  gin_bs_reply_encode(&r, m);
+  rc |= put(fz, "timeout_any_numbers", pre, 2, m, GIN_BS_REPLY_BYTES);
+  r = (gin_bs_reply_t){GIN_BS_STATUS_REFUSED, 4, 4, 2, 0}; /* wrong secret */
+  gin_bs_reply_encode(&r, m);
+  rc |= put(fz, "refused", pre, 2, m, GIN_BS_REPLY_BYTES);
+  r = (gin_bs_reply_t){3, 4, 0, 0, 0};
+  gin_bs_reply_encode(&r, m);
+  rc |= put(fz, "bad_status", pre, 2, m, GIN_BS_REPLY_BYTES);
+  r = (gin_bs_reply_t){GIN_BS_STATUS_OK, 4, 0, 0, 0};
+  gin_bs_reply_encode(&r, m);
+  m[3] ^= 0x40;
+  rc |= put(fz, "bad_magic", pre, 2, m, GIN_BS_REPLY_BYTES);
+  return rc;
+}
+
+static int bs_coll(void) {
+  const char *fz = "fuzz_bs_coll";
+  /* seq 1, 4096 bytes per rank, why of 140 bytes */
+  uint8_t pre = 1 | 3 << 2 | 7 << 5;
+  uint8_t m[GIN_BS_COLL_BYTES + 1] = {0};
+  int rc = 0;
+  gin_bs_coll_encode(1, 4096, m);
+  rc |= put(fz, "ok_seq1_4096", &pre, 1, m, GIN_BS_COLL_BYTES);
+  rc |= put(fz, "truncated", &pre, 1, m, GIN_BS_COLL_BYTES - 1);
+  rc |= put(fz, "too_long", &pre, 1, m, GIN_BS_COLL_BYTES + 1);
+  rc |= put(fz, "empty", &pre, 1, m, 0);
+  gin_bs_coll_encode(2, 4096, m);
+  rc |= put(fz, "bad_seq", &pre, 1, m, GIN_BS_COLL_BYTES);
+  uint8_t short_why = 1 | 3 << 2 | 1 << 5; /* why of 20 bytes */
+  rc |= put(fz, "bad_seq_short_why", &short_why, 1, m, GIN_BS_COLL_BYTES);
+  gin_bs_coll_encode(1, 4097, m);
+  rc |= put(fz, "bad_bytes", &pre, 1, m, GIN_BS_COLL_BYTES);
+  gin_bs_coll_encode(1, 4096, m);
+  gin_le_put32(m, GIN_BS_MAGIC); /* a bootstrap hello's magic */
+  rc |= put(fz, "bad_magic", &pre, 1, m, GIN_BS_COLL_BYTES);
+  uint8_t zero = 0; /* seq 0, 0 bytes (a barrier's first), no why */
+  gin_bs_coll_encode(0, 0, m);
+  rc |= put(fz, "ok_seq0_empty", &zero, 1, m, GIN_BS_COLL_BYTES);
+  uint8_t top = 3 | 7 << 2 | 7 << 5; /* seq 0xffffffff, ~0 bytes */
+  gin_bs_coll_encode(0xffffffffu, ~0ull, m);
+  rc |= put(fz, "ok_wrapped", &top, 1, m, GIN_BS_COLL_BYTES);
   return rc;
 }
 
@@ -186,7 +304,8 @@ int main(int argc, char **argv) {
   }
   root = argv[1];
   if (mkdir(root, 0755) && errno != EEXIST) return 1;
-  if (bs_hello() || tcp_hello() || tcp_header() || watch_msg()) {
+  if (bs_hello() || bs_reply() || bs_coll() || tcp_hello() || tcp_header() ||
+      watch_msg()) {
     perror("gen_corpus");
     return 1;
   }

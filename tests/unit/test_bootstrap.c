@@ -1,5 +1,6 @@
 /*
- * Bootstrap: hello checks, unique id strings, a 4-rank job (all-gather of
+ * Bootstrap: hello, reply, address table and collective header checks,
+ * unique id strings, a 4-rank job (all-gather of
  * several sizes up to 1 MiB blocks, barriers) while bad clients knock on
  * the root, duplicate ranks, timeouts, size mismatches, IPv6, and
  * gin_bs_link (the peer watch's extra connections: answers and knocks
@@ -278,6 +279,152 @@ static void test_hello_check(void) {
                                    &out) == GIN_SUCCESS;
   }
   CHECK(accepted == 0, "%d random hellos accepted", accepted);
+}
+
+/* The root's reply header and address table, and the all-gather's
+ * header: what each check accepts and refuses (with a reason), outputs
+ * untouched on refusal, and that the encoders write the documented
+ * bytes. */
+static void test_reply_table_coll_check(void) {
+  uint8_t b[24 + 4 * 20 + 1], enc[sizeof b];
+  char why[256];
+  gin_bs_reply_t rep;
+  /* Reply: OK for this job, TIMEOUT and REFUSED whatever their numbers. */
+  memset(b, 0, sizeof b);
+  gin_le_put32(b, GIN_BS_MAGIC);
+  gin_le_put32(b + 8, 4);
+  memset(&rep, 0xab, sizeof rep);
+  CHECK(gin_bs_reply_check(b, 24, 4, why, sizeof why, &rep) == GIN_SUCCESS &&
+            rep.status == GIN_BS_STATUS_OK && rep.nranks == 4 && rep.a == 0,
+        "OK reply refused");
+  gin_bs_reply_encode(&rep, enc);
+  CHECK(memcmp(enc, b, 24) == 0, "reply re-encoded differs");
+  gin_le_put32(b + 4, GIN_BS_STATUS_TIMEOUT);
+  gin_le_put32(b + 8, 7);
+  gin_le_put32(b + 12, 0x80000000u); /* joined: any value */
+  CHECK(gin_bs_reply_check(b, 24, 4, NULL, 0, &rep) == GIN_SUCCESS &&
+            rep.status == GIN_BS_STATUS_TIMEOUT && rep.a == INT32_MIN,
+        "TIMEOUT reply refused");
+  gin_le_put32(b + 4, GIN_BS_STATUS_REFUSED);
+  CHECK(gin_bs_reply_check(b, 24, 4, NULL, 0, NULL) == GIN_SUCCESS,
+        "REFUSED reply refused");
+  struct {
+    const char *what, *why;
+    uint32_t magic, status;
+    int32_t nranks;
+    size_t len;
+  } badr[] = {
+      {"short", "reply of 23 bytes", GIN_BS_MAGIC, 0, 4, 23},
+      {"long", "reply of 25 bytes", GIN_BS_MAGIC, 0, 4, 25},
+      {"magic", "bad reply magic 0x47494e43", GIN_BS_MAGIC + 1, 0, 4, 24},
+      {"OK, other size", "bad reply (status 0, 5 ranks)", GIN_BS_MAGIC, 0, 5,
+       24},
+      {"status", "bad reply (status 3, 4 ranks)", GIN_BS_MAGIC, 3, 4, 24},
+  };
+  for (size_t i = 0; i < sizeof badr / sizeof badr[0]; i++) {
+    memset(b, 0, sizeof b);
+    gin_le_put32(b, badr[i].magic);
+    gin_le_put32(b + 4, badr[i].status);
+    gin_le_put32(b + 8, (uint32_t)badr[i].nranks);
+    memset(&rep, 0xab, sizeof rep);
+    why[0] = '\0';
+    CHECK(gin_bs_reply_check(b, badr[i].len, 4, why, sizeof why, &rep) ==
+                  GIN_ERR_PROTOCOL &&
+              rep.status == 0xababababu && strstr(why, badr[i].why),
+          "bad reply (%s): why \"%s\"", badr[i].what, why);
+  }
+  CHECK(gin_bs_reply_check(NULL, 24, 4, NULL, 0, NULL) == GIN_ERR_INVALID,
+        "NULL reply");
+
+  /* Table of 3 ranks; this is rank 1 at 127.0.0.1:4001. */
+  gin_net_addr_t want[3] = {{AF_INET, 4000, {127, 0, 0, 1}},
+                            {AF_INET, 4001, {127, 0, 0, 1}},
+                            {AF_INET6, 4002, {[15] = 1}}};
+  gin_net_addr_t got[3], own = want[1];
+  memset(b, 0, sizeof b);
+  for (int r = 0; r < 3; r++) {
+    gin_le_put16(b + 20 * r, want[r].family);
+    gin_le_put16(b + 20 * r + 2, want[r].port);
+    memcpy(b + 20 * r + 4, want[r].addr, 16);
+  }
+  gin_bs_table_encode(want, 3, enc);
+  CHECK(memcmp(enc, b, 60) == 0, "table encoder differs from the format");
+  memset(got, 0xab, sizeof got);
+  CHECK(gin_bs_table_check(b, 60, 3, 1, &own, why, sizeof why, got) ==
+                GIN_SUCCESS &&
+            memcmp(got, want, sizeof got) == 0,
+        "valid table refused or decoded wrong: %s", why);
+  struct {
+    const char *what, *why;
+    int at, nranks, self;
+    size_t len;
+    uint16_t family, port;
+  } badt[] = {
+      {"short", "of 59 bytes, expected 60", -1, 3, 1, 59, 0, 0},
+      {"long", "of 61 bytes, expected 60", -1, 3, 1, 61, 0, 0},
+      {"size", "expected 80 (4 ranks)", -1, 4, 1, 60, 0, 0},
+      {"family", "bad address of rank 2 in the table (family 99, port 4002)", 2,
+       3, 1, 60, 99, 4002},
+      {"port 0", "bad address of rank 0 in the table (family 2, port 0)", 0, 3,
+       1, 60, AF_INET, 0},
+      {"own port", "not the address it sent", 1, 3, 1, 60, AF_INET, 4011},
+      {"own entry", "not the address it sent", -1, 3, 0, 60, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof badt / sizeof badt[0]; i++) {
+    uint8_t t[sizeof b];
+    memcpy(t, b, sizeof t);
+    if (badt[i].at >= 0) {
+      gin_le_put16(t + 20 * badt[i].at, badt[i].family);
+      gin_le_put16(t + 20 * badt[i].at + 2, badt[i].port);
+    }
+    memset(got, 0xab, sizeof got);
+    why[0] = '\0';
+    CHECK(gin_bs_table_check(t, badt[i].len, badt[i].nranks, badt[i].self, &own,
+                             why, sizeof why, got) == GIN_ERR_PROTOCOL &&
+              got[0].family == 0xabab && strstr(why, badt[i].why),
+          "bad table (%s): why \"%s\"", badt[i].what, why);
+  }
+  /* One rank: port 0 is its (no listen socket), and the family is not
+   * compared with its own. */
+  gin_net_addr_t one = {AF_INET6, 0, {0}};
+  memset(b, 0, 20);
+  gin_le_put16(b, AF_INET);
+  CHECK(gin_bs_table_check(b, 20, 1, 0, &one, NULL, 0, got) == GIN_SUCCESS &&
+            got[0].family == AF_INET && got[0].port == 0,
+        "1-rank table refused");
+  CHECK(gin_bs_table_check(b, 20, 1, 1, &one, NULL, 0, NULL) ==
+                GIN_ERR_INVALID &&
+            gin_bs_table_check(b, 20, 0, 0, &one, NULL, 0, NULL) ==
+                GIN_ERR_INVALID &&
+            gin_bs_table_check(b, 20, 1, 0, NULL, NULL, 0, NULL) ==
+                GIN_ERR_INVALID,
+        "table check arguments");
+
+  /* Collective header. */
+  memset(b, 0, 16);
+  gin_le_put32(b, 0x47494e41u);
+  gin_le_put32(b + 4, 7);
+  gin_le_put64(b + 8, 1u << 20);
+  gin_bs_coll_encode(7, 1u << 20, enc);
+  CHECK(memcmp(enc, b, 16) == 0, "collective encoder differs");
+  CHECK(gin_bs_coll_check(b, 16, 7, 1u << 20, why, sizeof why) == GIN_SUCCESS,
+        "collective header refused: %s", why);
+  CHECK(gin_bs_coll_check(b, 16, 8, 1u << 20, why, sizeof why) ==
+                GIN_ERR_PROTOCOL &&
+            strcmp(why, "mismatch: the previous rank sent collective 7 of "
+                        "1048576 bytes per rank (magic 0x47494e41), this "
+                        "rank expects 8 of 1048576 bytes") == 0,
+        "collective sequence: why \"%s\"", why);
+  CHECK(gin_bs_coll_check(b, 16, 7, 1, NULL, 0) == GIN_ERR_PROTOCOL,
+        "collective size");
+  CHECK(gin_bs_coll_check(b, 15, 7, 1u << 20, why, 8) == GIN_ERR_PROTOCOL &&
+            strlen(why) == 7,
+        "short collective header: why \"%s\"", why);
+  b[0] ^= 1;
+  CHECK(gin_bs_coll_check(b, 16, 7, 1u << 20, NULL, 0) == GIN_ERR_PROTOCOL,
+        "collective magic");
+  CHECK(gin_bs_coll_check(NULL, 16, 7, 0, NULL, 0) == GIN_ERR_INVALID,
+        "NULL collective header");
 }
 
 /* ------------------------------------------------------- unique ids */
@@ -1164,6 +1311,7 @@ int main(void) {
   alarm(150);
   signal(SIGPIPE, SIG_IGN);
   test_hello_check();
+  test_reply_table_coll_check();
   test_uid_strings();
   test_single_rank_and_args();
   test_job_with_intruders();
