@@ -266,6 +266,10 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
     gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, a->set, t));
     int rc;
     if (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF) {
+      /* The abort gate, as gin_put's: no store into a peer that may be
+       * gone (its memory unmapped) once the communicator aborted. */
+      if (gin_coop_any(EP_WARP, gin_dev_shut_(dc)))
+        return gin_dev_shut_fail_(dc, r);
       char *p = (char *)gin_window_peer_ptr(dc, a->win, world, r, coff);
       gin_copy_coop(p, row, (size_t)g->H * 2, lane, nl);
       rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);

@@ -142,7 +142,10 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
                               int slot, gin_coop_t coop);
 
 /* Pointer to team member peer's window at offset off as mapped here, or
- * NULL where it is not mapped (not a load/store peer) or out of range. */
+ * NULL where it is not mapped (not a load/store peer) or out of range.
+ * Stores through it are not stopped once the communicator aborted (as
+ * gin's own direct writes are): a peer that died may be unmapped, so a
+ * kernel that may outlive a peer asks gin_aborted() first. */
 GIN_DEVICE_FN void *gin_window_peer_ptr(const gin_devcomm_t *dc,
                                         gin_window_t win, gin_team_t team,
                                         int peer, size_t off);
