@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -614,6 +615,67 @@ static void test_silent_client(void) {
   pid_t p0 = spawn(rank_small_job, 0, &a), p1 = spawn(rank_small_job, 1, &a);
   wait_ok(p0, "rank 0 after the silent client");
   wait_ok(p1, "rank 1 after the silent client");
+}
+
+/* Open descriptors of this process. */
+static int count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  if (!d) return -1;
+  while (readdir(d))
+    n++;
+  closedir(d);
+  return n;
+}
+
+/* A flood of connections before the real ranks: FLOOD clients (three
+ * times the root's pending table), every fourth sending garbage, the
+ * others nothing. The root answers or drops each (the oldest silent ones
+ * first when its table is full), the real ranks then form the job, every
+ * flood connection ends closed by the root, and the root leaves no
+ * descriptor behind. */
+#define FLOOD 192
+static void test_flood(void) {
+  int fds0 = count_fds();
+  job_arg_t a = {.nranks = 2};
+  CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 20000, &a.uid) ==
+            GIN_SUCCESS,
+        "root_start");
+  int fd[FLOOD];
+  uint8_t junk[52], b[64];
+  memset(junk, 0x5a, sizeof junk);
+  for (int i = 0; i < FLOOD; i++) {
+    fd[i] = root_connect(&a.uid);
+    if (i % 4 == 3 && fd[i] >= 0)
+      CHECK(send(fd[i], junk, sizeof junk, MSG_NOSIGNAL) ==
+                (ssize_t)sizeof junk,
+            "flood %d: send", i);
+  }
+  uint64_t t0 = now_ms();
+  pid_t p0 = spawn(rank_small_job, 0, &a), p1 = spawn(rank_small_job, 1, &a);
+  wait_ok(p0, "rank 0 after the flood");
+  wait_ok(p1, "rank 1 after the flood");
+  uint64_t joined = now_ms() - t0;
+  CHECK(joined < 10000, "the job took %llu ms to form after the flood",
+        (unsigned long long)joined);
+  int open_left = 0, answered = 0;
+  for (int i = 0; i < FLOOD; i++) {
+    if (fd[i] < 0) continue;
+    int n = read_until_eof(fd[i], b, sizeof b, 5000);
+    if (n < 0) open_left++;
+    if (n == 24 && b[4] == 2) answered++; /* REFUSED */
+    close(fd[i]);
+  }
+  CHECK(open_left == 0, "%d flood connections still open", open_left);
+  /* The garbage ones are refused with an answer unless dropped first. */
+  CHECK(answered > 0 && answered <= FLOOD / 4,
+        "%d refusals for %d garbage hellos", answered, FLOOD / 4);
+  int fds = count_fds();
+  for (uint64_t end = now_ms() + 3000; fds != fds0 && now_ms() < end;) {
+    usleep(20000);
+    fds = count_fds();
+  }
+  CHECK(fds == fds0, "descriptors: %d before the flood, %d after", fds0, fds);
 }
 
 /* The test plays the root, so it learns the ranks' listen addresses and
@@ -1316,6 +1378,7 @@ int main(void) {
   test_single_rank_and_args();
   test_job_with_intruders();
   test_silent_client();
+  test_flood();
   test_ring_intruders();
   test_timeouts();
   test_size_mismatch();
