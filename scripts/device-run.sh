@@ -219,6 +219,16 @@ if [ "${MODE:-all}" = lat ]; then
       for b in $bins; do pf pp_${g}_${b%%:*}_$rep $R -n 2 --timeout 60 ${b#*:} pingpong -g $g -b 8 -e 4096 -f 8 -n 5000 -w 500; done
     done
   done
+  # BW=1: block-issued bandwidth of each, in turn, twice, up to 16 MiB;
+  # then this tree's up to 64 MiB (a larger window: the largest size sets
+  # it) and the machine's floors.
+  if [ -n "${BW:-}" ]; then
+    for rep in 1 2; do
+      for b in $bins; do pf bw_${b%%:*}_$rep $R -n 2 --timeout 100 ${b#*:} bw -b 65536 -e 16777216 -f 4 --reps 5; done
+    done
+    pf bw_base_to64m $R -n 2 --timeout 100 build-dev-nochecks/gin_perf_cuda bw -b 65536 -e 67108864 -f 4 --reps 5
+    pf floors $R -n 2 --timeout 100 build-dev-nochecks/gin_perf_cuda floors
+  fi
   for b in $bins; do
     pf bar_block_${b%%:*} $R -n 2 --timeout 60 ${b#*:} barrier -g block -n 5000 -w 500
     pf rate_${b%%:*} $R -n 2 --timeout 60 ${b#*:} rate -n 300 -w 30 --reps 5
