@@ -224,9 +224,9 @@ if [ "${MODE:-all}" = lat ]; then
   # it) and the machine's floors.
   if [ -n "${BW:-}" ]; then
     for rep in 1 2; do
-      for b in $bins; do pf bw_${b%%:*}_$rep $R -n 2 --timeout 100 ${b#*:} bw -b 65536 -e 16777216 -f 4 --reps 5; done
+      for b in $bins; do pf bw_${b%%:*}_$rep $R -n 2 --timeout 100 ${b#*:} bw -b 65536 -e 16777216 -f 4 --reps 5 --raw; done
     done
-    pf bw_base_to64m $R -n 2 --timeout 100 build-dev-nochecks/gin_perf_cuda bw -b 65536 -e 67108864 -f 4 --reps 5
+    pf bw_base_to64m $R -n 2 --timeout 100 build-dev-nochecks/gin_perf_cuda bw -b 65536 -e 67108864 -f 4 --reps 5 --raw
     pf floors $R -n 2 --timeout 100 build-dev-nochecks/gin_perf_cuda floors
   fi
   for b in $bins; do

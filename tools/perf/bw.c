@@ -71,6 +71,45 @@ GIN_KERNEL(k_bw, bw_args_t) {
   }
 }
 
+/* bw's pattern with no library call (--raw): block b copies the same
+ * `iters` regions its puts would, from this rank's window straight into
+ * the peer's as mapped here, with the copy gin_put uses and a block
+ * barrier before each (as a block put has): the floor of that pattern
+ * over the same memory. Direct-path peers only (else it does nothing). */
+GIN_KERNEL(k_bw_raw, bw_args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  char *dst = (char *)gin_window_peer_ptr(dc, args.win, world, 1 - dc->rank, 0);
+  char *src = (char *)gin_window_peer_ptr(dc, args.win, world, dc->rank, 0);
+  if (!dst || !src) return;
+  int b = gin_block_idx(), t = gin_thread_idx(), nt = gin_block_dim();
+  for (int i = 0; i < args.iters; i++) {
+    size_t off =
+        PERF_DATA + ((size_t)b * (size_t)args.iters + (size_t)i) * args.bytes;
+    gin_coop_sync(GIN_COOP_BLOCK);
+    gin_copy_coop(dst + off, src + off, args.bytes, t, nt);
+  }
+}
+
+/* The median us of `reps` launches of k_bw_raw (rank 0 alone; the peer
+ * only keeps its window), timed on the host around launch and sync. */
+static double bw_raw_us(const bw_args_t *a, int blocks, int reps) {
+  bw_args_t k_args = *a;
+  int threads = perf_coop_threads(GIN_COOP_BLOCK);
+  (void)threads; /* the host target runs a block as one thread */
+  double t[64];
+  if (reps > 64) reps = 64;
+  for (int k = -1; k < reps; k++) { /* one warm-up launch */
+    double t0 = perf_now_us();
+    PERF_CHECK(gin_launch(k_bw_raw, blocks, threads, 0, &k_args));
+    PERF_CHECK(gin_stream_synchronize(0));
+    if (k >= 0) t[k] = perf_now_us() - t0;
+  }
+  double med, max;
+  perf_stats_d(t, reps, &med, &max);
+  return med;
+}
+
 /* One timed run; returns rank 0's ns (0 elsewhere). */
 static uint64_t bw_once(perf_env_t *env, bw_args_t *a, int blocks,
                         int threads) {
@@ -130,7 +169,19 @@ void perf_bw(perf_env_t *env, int bidir) {
     r.floor_value = cgbps;
     r.ratio = r.gbps > 0 ? r.gbps / cgbps : -1;
     perf_emit(env, &r);
+    if (o->raw && !bidir) {
+      double us = bw_raw_us(&a, o->blocks, reps);
+      perf_row_t q = perf_row("bw_raw", "block", bytes);
+      q.median_us = us;
+      q.gbps = us > 0 ? total / (us * 1000.0) : -1;
+      q.floor = "device_copy_gbps";
+      q.floor_value = cgbps;
+      q.ratio = q.gbps > 0 ? q.gbps / cgbps : -1;
+      perf_emit(env, &q);
+    }
   }
+  /* The peer's window stays until rank 0's last copy into it is done. */
+  if (o->raw) PERF_CHECK(gin_comm_barrier(env->comm));
 }
 
 void perf_rate(perf_env_t *env) {

@@ -43,6 +43,8 @@ static void usage(FILE *f) {
       "                            per SM, 128 threads for rate)\n"
       "  --reps R                  timed repetitions of bw/rate (5)\n"
       "  --floors                  also the CPU floors (TCP, shared memory)\n"
+      "  --raw                     bw: also the same copies by a kernel with\n"
+      "                            no library call (bw_raw rows)\n"
       "  --csv FILE --json FILE    results, besides the table\n");
 }
 
@@ -59,6 +61,8 @@ static void parse(int argc, char **argv, perf_opts_t *o) {
       exit(0);
     } else if (!strcmp(a, "--floors")) {
       o->floors = 1;
+    } else if (!strcmp(a, "--raw")) {
+      o->raw = 1;
     } else if (!has) {
       fprintf(stderr, "gin-perf: unknown test or option without value: %s\n",
               a);

@@ -35,6 +35,7 @@ typedef struct perf_opts {
   int iters, warmup, blocks, threads, contexts, reps;
   gin_coop_t coop;
   int floors; /* --floors: also the CPU-side floors */
+  int raw;    /* --raw: bw also runs its pattern as a plain copy kernel */
   const char *csv, *json;
 } perf_opts_t;
 
