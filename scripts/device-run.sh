@@ -239,7 +239,7 @@ fi
 
 # MODE=check: correctness only, for a landing: conformance (direct, proxy
 # ipc with a tiny ring, proxy tcp), bad input, the EP suite on every path,
-# a short soak and the cuda fault tests.
+# a short soak and the cuda fault tests (RACECHECK=1: also racecheck).
 if [ "${MODE:-all}" = check ]; then
   export GIN_TIMEOUT_MS=15000
   E=build-dev/tests/ep
@@ -259,6 +259,14 @@ if [ "${MODE:-all}" = check ]; then
   run ep_badinput_3 $R -n 3 --timeout 60 $E/test_ep_badinput_cuda
   run ep_hello_4 $R -n 4 --timeout 60 build-dev/gin_ep_hello_cuda
   run soak_cuda_4 $R -n 4 --timeout 60 build-dev/tests/soak/soak_cuda --seconds 5
+  # compute-sanitizer racecheck (shared-memory hazards) on the
+  # conformance and EP suites, 2 ranks; each rank's summary line is kept.
+  if [ -n "${RACECHECK:-}" ]; then
+    for t in conformance:$T/conformance_cuda ep:$E/test_ep_cuda; do
+      run racecheck_${t%%:*}_2 $R -n 2 --timeout 280 compute-sanitizer --tool racecheck --error-exitcode 9 ${t#*:}
+      grep -h "RACECHECK SUMMARY" "$OUT/racecheck_${t%%:*}_2.log" | tee -a "$OUT/summary.txt"
+    done
+  fi
   # EXP=patch EXP_WHAT=ep: the EP benchmark of this tree and of a copy
   # with the patch applied, alternating, at 2 / 4 / 8 ranks and EP_EXTRA
   # at 2 ranks, and this tree's EP suite under memcheck (an EP change).
@@ -310,7 +318,7 @@ if [ "${MODE:-all}" = check ]; then
   fi
   # One at a time with a pause: right after a client was SIGKILLed the MPS
   # server refused new clients for a moment (cudaErrorDevicesUnavailable).
-  for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_gate_2}; do
+  for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_gate_2 fault_cuda_abort_3}; do
     (cd build-dev && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$t.log" 2>&1
     rc=$?
     # Refused at init by MPS (still tearing the last victim down): once

@@ -156,6 +156,7 @@ CALL(param_info_past, gin_param_info(gin_param_count(), NULL, NULL, NULL, NULL))
 /* --------------------------------------------------------- unique id */
 
 CALL(uid_get_neg, gin_get_unique_id(-1, &t->uid))
+CALL(uid_get_null, gin_get_unique_id(2, NULL))
 CALL(uid_to_null_uid, gin_unique_id_to_string(NULL, t->str, sizeof t->str))
 CALL(uid_to_null_buf, gin_unique_id_to_string(&t->uid, NULL, sizeof t->str))
 static gin_result_t uid_from_null_out(ctx_t *t) {
@@ -189,6 +190,8 @@ CALL(allgather_null_recv, gin_comm_allgather(t->world, &t->i, NULL, 4))
 
 CALL(destroy_null, gin_comm_destroy(NULL))
 CALL(abort_null, gin_comm_abort(NULL))
+CALL(destroy_dead, gin_comm_destroy(t->dead))
+CALL(rank_dead, gin_comm_rank(t->dead, &t->i))
 CALL(async_null, gin_comm_get_async_error(NULL))
 CALL(size_null, gin_comm_size(NULL, &t->i))
 CALL(barrier_null, gin_comm_barrier(NULL))
@@ -341,6 +344,7 @@ static const bad_case_t cases[] = {
     {"gin_comm_init", SETUP, setup_uid, OK, "", NULL},
     {"gin_get_unique_id", RNG, uid_get_neg, INV, "nranks -1 out of range",
      NULL},
+    {"gin_get_unique_id", NUL, uid_get_null, INV, "uid_out is NULL", NULL},
     {"gin_unique_id_to_string", NUL, uid_to_null_uid, INV, "NULL uid", NULL},
     {"gin_unique_id_to_string", NUL, uid_to_null_buf, INV, "or buffer", NULL},
     {"gin_unique_id_from_string", NUL, uid_from_null_out, INV, "uid_out", NULL},
@@ -372,6 +376,8 @@ static const bad_case_t cases[] = {
 
     {"gin_comm_init", SETUP, setup_dead, OK, "", NULL},
     {"gin_comm_destroy", SETUP, setup_dead_destroy, OK, "", NULL},
+    {"gin_comm_destroy", DEAD, destroy_dead, ST, "destroy: communicator", NULL},
+    {"gin_comm_rank", DEAD, rank_dead, ST, "rank: communicator", NULL},
     {"gin_comm_abort", DEAD, abort_dead, ST, "abort: communicator", NULL},
     {"gin_comm_get_async_error", DEAD, async_dead, ST, "error: communicator",
      NULL},

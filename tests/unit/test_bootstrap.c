@@ -550,17 +550,26 @@ static void test_job_with_intruders(void) {
   uint8_t b[64];
 
   /* Before the real ranks: a silent client (it stays while they join),
-   * garbage, a wrong secret, a wrong job size, a rank out of range and a
-   * short hello. The root answers the refused ones and keeps waiting. */
+   * garbage, a wrong secret, a wrong job size, a rank out of range, a
+   * wrong protocol version and a short hello. The root answers the
+   * refused ones, logs each with its reason, and keeps waiting. */
+  /* The root (a thread of this process) logs each refusal with its
+   * reason on stderr: to a file meanwhile, checked below. */
+  char logpath[] = "/tmp/gin_bs_intrudersXXXXXX";
+  int logfd = mkstemp(logpath), saved = dup(2);
+  CHECK(logfd >= 0 && saved >= 0, "log file: %s", strerror(errno));
+  fflush(stderr);
+  dup2(logfd, 2);
   int silent = root_connect(&a.uid);
   hello_fields_t f = hello_valid(GIN_BS_HELLO_ROOT, 0, 4);
   memcpy(f.secret, u.secret, 16);
-  hello_fields_t bad[4] = {f, f, f, f};
+  hello_fields_t bad[5] = {f, f, f, f, f};
   memset(&bad[0], 0x5a, sizeof bad[0]);
   bad[1].secret[7] ^= 1;
   bad[2].nranks = 5;
   bad[3].rank = 4;
-  for (int i = 0; i < 4; i++) {
+  bad[4].version = GIN_BS_VERSION + 1;
+  for (int i = 0; i < 5; i++) {
     int fd = root_connect(&a.uid);
     hello_encode(&bad[i], b);
     CHECK(send(fd, b, 52, 0) == 52, "send hello %d", i);
@@ -575,6 +584,21 @@ static void test_job_with_intruders(void) {
   shutdown(shorty, SHUT_WR);
   CHECK(read_until_eof(shorty, b, sizeof b, 5000) == 0, "short hello");
   close(shorty);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char logs[4096];
+  ssize_t nl = pread(logfd, logs, sizeof logs - 1, 0);
+  logs[nl > 0 ? nl : 0] = '\0';
+  close(logfd);
+  unlink(logpath);
+  static const char *const reasons[] = {
+      "bad magic",           "wrong job secret", "job size 5, expected 4",
+      "rank 4 out of range", "protocol version", "short read"};
+  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+    CHECK(strstr(logs, reasons[i]) != NULL,
+          "no log line with \"%s\" for its intruder; the root logged:\n%s",
+          reasons[i], logs);
 
   /* While the ranks join: one more wrong secret (answered, or just closed
    * if the job completed first). */
