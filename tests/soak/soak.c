@@ -13,9 +13,12 @@
  * round and RSS must grow by less than SOAK_RSS_BOUND.
  *
  *   ginrun -n N soak_host [--rounds R] [--seconds S] [--sample K]
- *                         [--seed X] [--verbose] [--inject]
+ *                         [--seed X] [--verbose] [--inject] [--hosts G]
  * --inject corrupts one received byte on rank 0 in round 1: the run must
- * then fail (a self-test of the checks).
+ * then fail (a self-test of the checks). --hosts G: ranks in groups of G
+ * each take a host identity of their own (GIN_HOSTID), so peers in the
+ * same group are on the direct path and the others, on other "hosts",
+ * through the proxy and the tcp transport: one job mixing both paths.
  * Exit 0 pass, 1 fail, 77 skip (cuda target without a GPU).
  */
 #include "test_common.h"
@@ -342,12 +345,12 @@ static void sample_now(result_t *res, int first) {
 
 static void usage(void) {
   fprintf(stderr, "usage: soak [--rounds R] [--seconds S] [--sample K] "
-                  "[--seed X] [--verbose] [--inject]\n");
+                  "[--seed X] [--verbose] [--inject] [--hosts G]\n");
   exit(1);
 }
 
 int main(int argc, char **argv) {
-  int rounds = 0, sample = 10, verbose = 0, inject = 0;
+  int rounds = 0, sample = 10, verbose = 0, inject = 0, hosts = 0;
   double seconds = 0;
   uint64_t seed = 1;
   for (int i = 1; i < argc; i++) {
@@ -363,8 +366,16 @@ int main(int argc, char **argv) {
       verbose = 1;
     else if (!strcmp(argv[i], "--inject"))
       inject = 1;
+    else if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
+      hosts = atoi(argv[++i]);
     else
       usage();
+  }
+  if (hosts > 0) { /* this rank's group is its host (ginrun sets GIN_RANK) */
+    const char *r = getenv("GIN_RANK");
+    char id[64];
+    snprintf(id, sizeof id, "soak-host-%d", (r ? atoi(r) : 0) / hosts);
+    setenv("GIN_HOSTID", id, 1);
   }
   if (rounds <= 0 && seconds <= 0) rounds = 50;
   if (sample < 1) sample = 1;
