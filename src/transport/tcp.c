@@ -4,7 +4,8 @@
  *
  * Setup (init, collective): each rank listens on the local address that
  * reaches the bootstrap root, the addresses and who-uses-tcp-with-whom are
- * all-gathered, the lower rank of each pair connects and sends a hello
+ * all-gathered (and checked alike on every rank: gin_tcp_entries_check),
+ * the lower rank of each pair connects and sends a hello
  * (magic, version, job secret, rank, size) that the higher rank checks.
  *
  * Sending (put): the operation is encoded as headers (one per chunk of at
@@ -65,11 +66,8 @@ GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
 #define TCP_MAX_PENDING 64     /* connections waiting for their hello */
 #define TCP_RETRY_MS 20        /* pause between connection attempts */
 #define TCP_FINI_MS 5000       /* fini flushes queued bytes this long */
-#define TCP_ENTRY_HEAD 24      /* status i32, family u16, port u16, addr */
 
 _Static_assert(TCP_CHUNK <= GIN_TCP_MAX_CHUNK, "chunk within the protocol");
-
-/* Little-endian fields of the all-gathered entries. */
 
 /* ------------------------------------------------------------ sockets */
 
@@ -857,9 +855,10 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
   return res;
 }
 
-/* Connects to the higher ranks in use[] and greets them. */
+/* Connects to the higher ranks in use[] (at addrs[], checked) and greets
+ * them. */
 static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
-                                    const uint8_t *all, size_t esz,
+                                    const gin_net_addr_t *addrs,
                                     uint64_t deadline) {
   gin_comm_t cm = s->comm;
   gin_bs_uid_t u;
@@ -873,10 +872,7 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
   gin_tcp_hello_encode(&h, wire);
   for (int r = cm->rank + 1; r < cm->nranks; r++) {
     if (!use[r]) continue;
-    const uint8_t *e = all + (size_t)r * esz;
-    gin_net_addr_t a = {.family = gin_le_get16(e + 4),
-                        .port = gin_le_get16(e + 6)};
-    memcpy(a.addr, e + 8, 16);
+    const gin_net_addr_t a = addrs[r];
     char astr[64];
     int err = 0, fd = tcp_connect(&a, deadline, &err);
     if (fd >= 0 && (err = tcp_send_all(fd, wire, sizeof wire, deadline))) {
@@ -890,35 +886,6 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
           cm->rank, r, gin_net_addr_str(&a, astr, sizeof astr),
           (long long)cm->timeout_ms, strerror(err));
     s->conns[r].fd = fd;
-  }
-  return GIN_SUCCESS;
-}
-
-/* Checks the all-gathered entries: every rank set up, tcp use symmetric
- * (every rank checks every pair, so all fail together). */
-static gin_result_t tcp_entries_check(gin_comm_t cm, const uint8_t *all,
-                                      size_t esz) {
-  int n = cm->nranks;
-  for (int a = 0; a < n; a++) {
-    const uint8_t *ea = all + (size_t)a * esz;
-    if ((int32_t)gin_le_get32(ea) != GIN_SUCCESS)
-      return GIN_ERROR(GIN_ERR_REMOTE,
-                       "tcp: rank %d could not set up its listening socket", a);
-    for (int b = a + 1; b < n; b++) {
-      const uint8_t *eb = all + (size_t)b * esz;
-      int ab = (ea[TCP_ENTRY_HEAD + b / 8] >> (b % 8)) & 1;
-      int ba = (eb[TCP_ENTRY_HEAD + a / 8] >> (a % 8)) & 1;
-      if (ab != ba)
-        return GIN_ERROR(
-            GIN_ERR_INVALID,
-            "tcp: rank %d reaches rank %d through tcp but not the other way "
-            "round (GIN_BACKEND or GIN_TRANSPORT differ?)",
-            ab ? a : b, ab ? b : a);
-      if (ab &&
-          (gin_le_get16(eb + 6) == 0 || (gin_le_get16(eb + 4) != AF_INET &&
-                                         gin_le_get16(eb + 4) != AF_INET6)))
-        return GIN_ERROR(GIN_ERR_PROTOCOL, "tcp: bad address of rank %d", b);
-    }
   }
   return GIN_SUCCESS;
 }
@@ -978,16 +945,19 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   int n = comm->nranks, lfd = -1, nlow = 0;
   uint64_t start = gin_now_ns();
   uint64_t deadline = start + (uint64_t)comm->timeout_ms * 1000000ull;
-  size_t esz = (TCP_ENTRY_HEAD + ((size_t)n + 7) / 8 + 7) & ~(size_t)7;
+  size_t esz = gin_tcp_entry_bytes(n);
   tcp_state_t *s = (tcp_state_t *)calloc(1, sizeof *s);
   uint8_t *all = (uint8_t *)calloc((size_t)n, esz);
+  gin_net_addr_t *addrs = (gin_net_addr_t *)calloc((size_t)n, sizeof *addrs);
   uint8_t *want = (uint8_t *)calloc((size_t)n, 2);
   tcp_conn_t *conns = (tcp_conn_t *)calloc((size_t)n, sizeof *conns);
   int *ref_peers = (int *)calloc((size_t)n, sizeof *ref_peers);
   gin_result_t res = GIN_SUCCESS, local = GIN_SUCCESS;
-  if (!s || !all || !want || !conns || !ref_peers) {
+  char why[160];
+  if (!s || !all || !addrs || !want || !conns || !ref_peers) {
     free(s);
     free(all);
+    free(addrs);
     free(want);
     free(conns);
     free(ref_peers);
@@ -1012,7 +982,6 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   /* My entry: status, listen address, the ranks I use tcp with. Every rank
    * sends one, also a rank that failed, so that all fail together. */
   gin_net_addr_t me = {0};
-  uint8_t *e = all + (size_t)comm->rank * esz;
   char astr[64];
   if (s->npeers) {
     tcp_local_addr(comm, &me);
@@ -1021,17 +990,16 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
                         comm->rank, gin_net_addr_str(&me, astr, sizeof astr),
                         strerror(errno));
   }
-  gin_le_put32(e, (uint32_t)local);
-  gin_le_put16(e + 4, me.family);
-  gin_le_put16(e + 6, me.port);
-  memcpy(e + 8, me.addr, 16);
-  for (int r = 0; r < n; r++)
-    if (peers[r]) e[TCP_ENTRY_HEAD + r / 8] |= (uint8_t)(1u << (r % 8));
+  gin_tcp_entry_encode(local, &me, peers, n, all + (size_t)comm->rank * esz);
   GIN_CHECK_GOTO(gin_bs_allgather(comm->bs, all, esz), res, fini_state);
   GIN_CHECK_GOTO(local, res, fini_state);
-  GIN_CHECK_GOTO(tcp_entries_check(comm, all, esz), res, fini_state);
-  GIN_CHECK_GOTO(tcp_connect_all(s, peers, all, esz, deadline), res,
-                 fini_state);
+  /* Every rank checks every pair, so that all fail together. */
+  if ((res = gin_tcp_entries_check(all, (size_t)n * esz, n, why, sizeof why,
+                                   addrs)) != GIN_SUCCESS) {
+    res = GIN_ERROR(res, "tcp: %s", why);
+    goto fini_state;
+  }
+  GIN_CHECK_GOTO(tcp_connect_all(s, peers, addrs, deadline), res, fini_state);
   GIN_CHECK_GOTO(tcp_accept(s, lfd, peers, want, nlow, deadline), res,
                  fini_state);
   if (s->npeers && (s->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
@@ -1064,6 +1032,7 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
   }
   if (lfd >= 0) close(lfd);
   free(all);
+  free(addrs);
   free(want);
   if (s->npeers)
     GIN_INFO(NET, "tcp: rank %d on %s: %d peers connected in %.1f ms",
@@ -1075,6 +1044,7 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
 fini_state:
   if (lfd >= 0) close(lfd);
   free(all);
+  free(addrs);
   free(want);
   for (int r = 0; r < n; r++)
     conns[r].left = 1; /* no goodbyes */

@@ -8,8 +8,13 @@
  *                 secret[16], rank i32, nranks i32
  *   header (72 B): the fields of gin_tcp_hdr_t at their struct offsets;
  *                 `bytes` of payload follow a PUT header.
+ *   setup entry (gin_tcp_entry_bytes(nranks), all-gathered through the
+ *                 bootstrap at init): status i32, family u16, port u16,
+ *                 addr[16], then bit r % 8 of byte 24 + r / 8 set for each
+ *                 rank r the sender uses tcp with, zero padding to 8 bytes.
  *
- * Layering: uses core/comm.h (the window table); used by tcp.c and tests.
+ * Layering: uses core/comm.h (the window table) and core/net.h (addresses);
+ * used by tcp.c and tests.
  */
 #ifndef GIN_TRANSPORT_TCP_H
 #define GIN_TRANSPORT_TCP_H
@@ -18,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/comm.h"
+#include "core/net.h"
 
 #define GIN_TCP_HELLO_MAGIC 0x47494e48u /* "GINH" */
 #define GIN_TCP_HDR_MAGIC 0x47494e54u   /* "GINT" */
@@ -25,6 +31,7 @@
 #define GIN_TCP_HELLO_BYTES 32
 #define GIN_TCP_HDR_BYTES 72
 #define GIN_TCP_MAX_CHUNK (1u << 20) /* the largest payload of one header */
+#define GIN_TCP_ENTRY_HEAD 24 /* setup entry: status, family, port, addr */
 
 enum {
   GIN_TCP_OP_PUT = 1,    /* payload to dst_win at dst_off, then the signal */
@@ -97,5 +104,35 @@ gin_result_t gin_tcp_header_check(const void *buf, size_t len,
                                   const gin_win_slot_t *wins, uint32_t nwins,
                                   char *why, size_t why_len,
                                   gin_tcp_hdr_t *out);
+
+/* Bytes of one setup entry in a job of nranks (>= 1) ranks: the head and a
+ * bit per rank, rounded up to 8. */
+size_t gin_tcp_entry_bytes(int nranks);
+
+/* Writes one rank's setup entry, gin_tcp_entry_bytes(nranks) bytes, to out:
+ * its setup result `status`, its listen address (NULL: zeros) and a bit
+ * for every r in [0, nranks) with use[r] != 0 (use NULL: none); the rest
+ * zero. */
+void gin_tcp_entry_encode(int32_t status, const gin_net_addr_t *addr,
+                          const uint8_t *use, int nranks, uint8_t *out);
+
+/* Checks the nranks setup entries every rank received from the all-gather
+ * (all, len bytes: nranks * gin_tcp_entry_bytes(nranks)). For each rank a
+ * from 0 up: a's status is GIN_SUCCESS, then for each higher rank b, a
+ * uses tcp with b exactly when b uses it with a, and where they do, b's
+ * address (a connects to it) is AF_INET or AF_INET6 with a port other
+ * than 0. The first failure in this order is reported, so that every rank
+ * fails alike. Not looked at: a rank's bit for itself, bits for ranks past
+ * nranks, the padding, and the address of a rank no lower rank connects
+ * to. Pure (no I/O, no logging). Returns GIN_SUCCESS and, if addrs is not
+ * NULL, every rank's address as sent in addrs[0, nranks); outputs are
+ * written only on success. Otherwise, with what was wrong in why (why_len
+ * bytes, may be 0): GIN_ERR_REMOTE, a rank's setup failed (its listening
+ * socket); GIN_ERR_INVALID, tcp use not symmetric (configurations
+ * differ); GIN_ERR_PROTOCOL, a wrong length or a bad address; also
+ * GIN_ERR_INVALID on NULL all or nranks < 1. */
+gin_result_t gin_tcp_entries_check(const void *all, size_t len, int nranks,
+                                   char *why, size_t why_len,
+                                   gin_net_addr_t *addrs);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * tcp transport wire format: encoding of the hello and the operation
- * headers, and the pure checks of what arrives (declared in tcp.h; fuzzed
- * and unit tested on their own). No I/O, no logging.
+ * tcp transport wire format: encoding of the hello, the operation headers
+ * and the setup entries all-gathered at init, and the pure checks of what
+ * arrives (declared in tcp.h; fuzzed and unit tested on their own). No
+ * I/O, no logging.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -195,5 +196,71 @@ gin_result_t gin_tcp_header_check(const void *buf, size_t len,
                      h.mode_bit, (unsigned long long)h.mode_off);
   }
   if (out) *out = h;
+  return GIN_SUCCESS;
+}
+
+/* ------------------------------------------------------------ setup */
+
+size_t gin_tcp_entry_bytes(int nranks) {
+  size_t n = nranks > 0 ? (size_t)nranks : 0;
+  return (GIN_TCP_ENTRY_HEAD + (n + 7) / 8 + 7) & ~(size_t)7;
+}
+
+void gin_tcp_entry_encode(int32_t status, const gin_net_addr_t *addr,
+                          const uint8_t *use, int nranks, uint8_t *out) {
+  memset(out, 0, gin_tcp_entry_bytes(nranks));
+  gin_le_put32(out, (uint32_t)status);
+  if (addr) {
+    gin_le_put16(out + 4, addr->family);
+    gin_le_put16(out + 6, addr->port);
+    memcpy(out + 8, addr->addr, 16);
+  }
+  for (int r = 0; use && r < nranks; r++)
+    if (use[r]) out[GIN_TCP_ENTRY_HEAD + r / 8] |= (uint8_t)(1u << (r % 8));
+}
+
+/* Bit r of entry e: its sender uses tcp with rank r. */
+static int entry_uses(const uint8_t *e, int r) {
+  return (e[GIN_TCP_ENTRY_HEAD + r / 8] >> (r % 8)) & 1;
+}
+
+gin_result_t gin_tcp_entries_check(const void *all, size_t len, int nranks,
+                                   char *why, size_t why_len,
+                                   gin_net_addr_t *addrs) {
+  if (!all || nranks < 1)
+    return why_set(why, why_len, GIN_ERR_INVALID, "no entries (%d ranks)",
+                   nranks);
+  const uint8_t *p = (const uint8_t *)all;
+  size_t esz = gin_tcp_entry_bytes(nranks), n = (size_t)nranks;
+  if (len % esz || len / esz != n)
+    return why_set(why, why_len, GIN_ERR_PROTOCOL,
+                   "entries of %zu bytes, expected %d of %zu", len, nranks,
+                   esz);
+  for (int a = 0; a < nranks; a++) {
+    const uint8_t *ea = p + (size_t)a * esz;
+    if ((int32_t)gin_le_get32(ea) != GIN_SUCCESS)
+      return why_set(why, why_len, GIN_ERR_REMOTE,
+                     "rank %d could not set up its listening socket", a);
+    for (int b = a + 1; b < nranks; b++) {
+      const uint8_t *eb = p + (size_t)b * esz;
+      int ab = entry_uses(ea, b), ba = entry_uses(eb, a);
+      if (ab != ba)
+        return why_set(why, why_len, GIN_ERR_INVALID,
+                       "rank %d reaches rank %d through tcp but not the other "
+                       "way round (GIN_BACKEND or GIN_TRANSPORT differ?)",
+                       ab ? a : b, ab ? b : a);
+      uint16_t family = gin_le_get16(eb + 4), port = gin_le_get16(eb + 6);
+      if (ab && (port == 0 || (family != AF_INET && family != AF_INET6)))
+        return why_set(why, why_len, GIN_ERR_PROTOCOL,
+                       "bad address of rank %d (family %u, port %u)", b, family,
+                       port);
+    }
+  }
+  for (int r = 0; addrs && r < nranks; r++) {
+    const uint8_t *e = p + (size_t)r * esz;
+    addrs[r].family = gin_le_get16(e + 4);
+    addrs[r].port = gin_le_get16(e + 6);
+    memcpy(addrs[r].addr, e + 8, 16);
+  }
   return GIN_SUCCESS;
 }

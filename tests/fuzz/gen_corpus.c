@@ -256,6 +256,101 @@ static int tcp_header(void) {
   return rc;
 }
 
+/* Writes the n entries of a job where rank r uses tcp with rank k when
+ * links[r] has bit k, each listening on addr[r] (NULL: not listening),
+ * status[r] (NULL: all 0), behind prefix byte pre, as name. */
+static int tcp_entries_put(const char *name, uint8_t pre, int n,
+                           const uint64_t *links, const gin_net_addr_t *addr,
+                           const int32_t *status, size_t cut) {
+  static uint8_t t[70 * 40 + 8];
+  size_t esz = gin_tcp_entry_bytes(n);
+  for (int r = 0; r < n; r++) {
+    uint8_t use[70] = {0};
+    for (int k = 0; k < n && k < 64; k++)
+      use[k] = (uint8_t)((links[r] >> k) & 1);
+    gin_tcp_entry_encode(status ? status[r] : 0, addr ? &addr[r] : NULL, use, n,
+                         t + (size_t)r * esz);
+  }
+  size_t len = (size_t)n * esz;
+  memset(t + len, 0, 8);
+  return put("fuzz_tcp_entries", name, &pre, 1, t, len - cut);
+}
+
+static int tcp_entries(void) {
+  static gin_net_addr_t a[70];
+  static uint64_t all[70];
+  static int32_t st[70];
+  int rc = 0;
+  for (int r = 0; r < 70; r++) {
+    a[r] = (gin_net_addr_t){AF_INET, (uint16_t)(5000 + r), {127, 0, 0, 1}};
+    if (r % 3 == 1)
+      a[r] = (gin_net_addr_t){AF_INET6, (uint16_t)(5000 + r), {[15] = 1}};
+  }
+  /* Every job size of the low bits, all to all; why of 63 bytes. */
+  for (int n = 1; n <= 8; n++) {
+    char name[32];
+    for (int r = 0; r < n; r++)
+      all[r] = ((1ull << n) - 1) & ~(1ull << r);
+    snprintf(name, sizeof name, "ok_%d_ranks", n);
+    rc |=
+        tcp_entries_put(name, (uint8_t)((n - 1) | 7 << 4), n, all, a, NULL, 0);
+  }
+  /* Around 64 ranks (entries of 32 and 40 bytes): rank 0 uses tcp with
+   * everyone, nobody else (tcp.c's bits go past 64 only through use[]). */
+  for (int n = 63; n <= 65; n++) {
+    char name[32];
+    static uint8_t u[70];
+    static uint8_t t[70 * 40];
+    size_t esz = gin_tcp_entry_bytes(n);
+    for (int r = 0; r < n; r++) {
+      memset(u, 0, sizeof u);
+      for (int k = 0; k < n; k++)
+        u[k] = r == 0 ? k != 0 : k == 0;
+      gin_tcp_entry_encode(0, &a[r], u, n, t + (size_t)r * esz);
+    }
+    uint8_t pre = (uint8_t)((n - 63) | 8 | 7 << 4);
+    snprintf(name, sizeof name, "ok_%d_ranks_star", n);
+    rc |= put("fuzz_tcp_entries", name, &pre, 1, t, (size_t)n * esz);
+    if (n == 65) { /* rank 64 does not answer rank 0 */
+      t[64 * esz + 24] = 0;
+      rc |= put("fuzz_tcp_entries", "asymmetric_65_ranks", &pre, 1, t,
+                (size_t)n * esz);
+    }
+  }
+  uint8_t p4 = 3 | 7 << 4, p4short = 3 | 1 << 4, p4none = 3;
+  for (int r = 0; r < 4; r++)
+    all[r] = 0xf & ~(1ull << r);
+  rc |= tcp_entries_put("ok_4_ranks_no_why", p4none, 4, all, a, NULL, 0);
+  rc |= tcp_entries_put("truncated", p4, 4, all, a, NULL, 1);
+  rc |= tcp_entries_put("one_entry_short", p4, 4, all, a, NULL, 32);
+  rc |= put("fuzz_tcp_entries", "empty", &p4, 1, (const uint8_t *)"", 0);
+  uint8_t p5 = 4 | 7 << 4; /* 4 ranks' entries, a job of 5 */
+  rc |= tcp_entries_put("other_job_size", p5, 4, all, a, NULL, 0);
+  st[2] = GIN_ERR_SYSTEM;
+  rc |= tcp_entries_put("setup_failed", p4, 4, all, a, st, 0);
+  rc |= tcp_entries_put("setup_failed_short_why", p4short, 4, all, a, st, 0);
+  st[2] = 0;
+  all[3] &= ~2ull; /* rank 3 does not use tcp with rank 1 */
+  rc |= tcp_entries_put("asymmetric", p4, 4, all, a, NULL, 0);
+  all[3] |= 2;
+  a[3].family = 99;
+  rc |= tcp_entries_put("bad_family", p4, 4, all, a, NULL, 0);
+  a[3].family = AF_INET, a[1].port = 0;
+  rc |= tcp_entries_put("port_zero", p4, 4, all, a, NULL, 0);
+  a[1].port = 5001;
+  /* Two hosts, ranks 0-1 and 2-3, tcp only across: nobody connects to
+   * ranks 0 and 1 (only lower ranks connect), whose address is zero. */
+  uint64_t hosts[4] = {0xc, 0xc, 0x3, 0x3};
+  gin_net_addr_t ha[4] = {{0}, {0}, a[2], a[3]};
+  rc |= tcp_entries_put("ok_two_hosts", p4, 4, hosts, ha, NULL, 0);
+  ha[3].port = 0;
+  rc |= tcp_entries_put("two_hosts_port_zero", p4, 4, hosts, ha, NULL, 0);
+  /* A single rank that uses tcp with nobody (not listening). */
+  uint64_t none = 0;
+  rc |= tcp_entries_put("ok_single_rank_idle", 7 << 4, 1, &none, NULL, NULL, 0);
+  return rc;
+}
+
 static int watch_msg(void) {
   const char *fz = "fuzz_watch_msg";
   /* nranks 4 (3 + 1), the link's peer rank 1 */
@@ -305,7 +400,7 @@ int main(int argc, char **argv) {
   root = argv[1];
   if (mkdir(root, 0755) && errno != EEXIST) return 1;
   if (bs_hello() || bs_reply() || bs_coll() || tcp_hello() || tcp_header() ||
-      watch_msg()) {
+      tcp_entries() || watch_msg()) {
     perror("gen_corpus");
     return 1;
   }

@@ -14,6 +14,9 @@
  *   - tcp use that is not symmetric: init fails on every rank;
  *   - connections with bad hellos during init (a hand-driven rank 0):
  *     refused while the right one is accepted, then a hand-encoded put;
+ *   - bad operations after a valid hello (hand-driven ranks): half a
+ *     header then a close, a chunk over GIN_TCP_MAX_CHUNK, junk: each
+ *     connection failed alone, naming the peer, nothing written;
  *   - large puts through a 64 KiB send buffer (GIN_ERR_AGAIN, parts),
  *     put_value, signal with mode, and puts to self;
  *   - sources overwritten right after flush while the peer reads nothing
@@ -433,6 +436,106 @@ static void sc_bad_hellos(rank_ctx_t *r) {
   close(fd);
 }
 
+/* Ranks 0..2 are driven by hand: each says a valid hello to rank 3, which
+ * runs the real init (one connection per pair: a peer's bad operation
+ * fails that connection for good, hence one peer per hostile message),
+ * then in turn: rank 0 half an operation header and closes, rank 1 a put
+ * header of GIN_TCP_MAX_CHUNK + 1 bytes and a payload after it, rank 2
+ * 256 bytes of junk. Rank 3 fails each connection alone, naming the peer,
+ * writes nothing, and later puts to that peer fail. (A put header outside
+ * the window after a valid hello: sc_put_outside.) */
+#define BAD_OPS 3 /* hand-driven ranks; the real one is rank BAD_OPS */
+static void sc_bad_ops(rank_ctx_t *r) {
+  int me = r->c.rank, n = BAD_OPS + 1;
+  win_add(r, 0, 4096, 65536, 1); /* 4 KiB registered, 64 KiB checked */
+  win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
+  if (me == BAD_OPS) {
+    static const struct {
+      gin_result_t res;
+      const char *word;
+    } want[BAD_OPS] = {{GIN_ERR_REMOTE, "rank 0 closed the connection"},
+                       {GIN_ERR_PROTOCOL, "1048577 bytes in one chunk"},
+                       {GIN_ERR_PROTOCOL, "bad magic"}};
+    CHECK(init_all(r) == GIN_SUCCESS, "init with the hand-driven peers");
+    for (int k = 0; k < BAD_OPS; k++) {
+      gin_bs_barrier(r->c.bs); /* rank k sends now */
+      gin_result_t res = pump(r, -1, 0, 5000);
+      char peer[32];
+      snprintf(peer, sizeof peer, "rank %d, peer %d:", me, k);
+      CHECK(res == want[k].res && strstr(gin_last_error(), peer) &&
+                strstr(gin_last_error(), want[k].word),
+            "message from rank %d refused: %d (%s)", k, res, gin_last_error());
+      CHECK(pump(r, -1, 0, 50) == GIN_SUCCESS, "reported once");
+      static uint8_t src[8];
+      CHECK(put(r, xfer(k, src, 8, 0, 1, 0)) == want[k].res,
+            "later puts to rank %d fail", k);
+      CHECK(all_bytes(r->wins[0].ptr, 0xee, 65536) &&
+                all_bytes(r->wins[1].ptr, 0, SIG_BYTES),
+            "nothing written after rank %d's message", k);
+      gin_bs_barrier(r->c.bs); /* rank k has seen its connection closed */
+    }
+    r->ops->fini(r->st);
+    return;
+  }
+  uint8_t all[BAD_OPS + 1][32], use[BAD_OPS + 1] = {0};
+  CHECK(gin_tcp_entry_bytes(n) == sizeof all[0], "entry size");
+  use[BAD_OPS] = 1; /* this rank uses tcp with the real one only */
+  gin_tcp_entry_encode(GIN_SUCCESS, NULL, use, n, all[me]);
+  CHECK(gin_bs_allgather(r->c.bs, all, sizeof all[0]) == GIN_SUCCESS &&
+            gin_tcp_entries_check(all, sizeof all, n, NULL, 0, NULL) ==
+                GIN_SUCCESS,
+        "all-gather");
+  gin_bs_uid_t u;
+  memcpy(&u, r->c.uid.bytes, sizeof u);
+  gin_tcp_hello_t h = {.magic = GIN_TCP_HELLO_MAGIC,
+                       .version = GIN_TCP_VERSION,
+                       .rank = me,
+                       .nranks = n};
+  memcpy(h.secret, u.secret, 16);
+  uint8_t msg[GIN_TCP_HDR_BYTES + 4096];
+  gin_tcp_hello_encode(&h, msg);
+  int fd = knock(all[BAD_OPS], msg, GIN_TCP_HELLO_BYTES);
+  CHECK(fd >= 0, "valid hello sent");
+  size_t len = sizeof msg;
+  gin_tcp_hdr_t op = {.magic = GIN_TCP_HDR_MAGIC,
+                      .version = GIN_TCP_VERSION,
+                      .op = GIN_TCP_OP_PUT,
+                      .flags = GIN_TCP_F_SIGNAL,
+                      .dst_gen = 1,
+                      .bytes = GIN_TCP_MAX_CHUNK + 1,
+                      .sig_win = 1,
+                      .sig_gen = 1,
+                      .sig_add = 1};
+  gin_tcp_hdr_encode(&op, msg);
+  memset(msg + GIN_TCP_HDR_BYTES, 0x5a, sizeof msg - GIN_TCP_HDR_BYTES);
+  if (me == 0) { /* half a header */
+    op.bytes = 16;
+    gin_tcp_hdr_encode(&op, msg);
+    len = GIN_TCP_HDR_BYTES / 2;
+  } else if (me == 2) { /* junk */
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (size_t i = 0; i < sizeof msg; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      msg[i] = (uint8_t)(x >> 24);
+    }
+    len = 256;
+  }
+  for (int k = 0; k < BAD_OPS; k++) {
+    gin_bs_barrier(r->c.bs);
+    if (k == me && fd >= 0) {
+      CHECK(send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len, "message sent");
+      if (me == 0) {
+        close(fd);
+        fd = -1;
+      } else {
+        CHECK(closed_by_peer(fd), "rank %d's connection closed", me);
+      }
+    }
+    gin_bs_barrier(r->c.bs);
+  }
+  if (fd >= 0) close(fd);
+}
+
 /* 3 ranks: 5 MiB puts in both directions through 64 KiB send buffers,
  * put_value, a signal with its mode word, a put to self. */
 #define BIG (5u << 20)
@@ -534,6 +637,7 @@ int main(void) {
   bad |= run("peer says goodbye", 2, 5000, sc_goodbye);
   bad |= run("asymmetric tcp use", 2, 5000, sc_asymmetric);
   bad |= run("bad hellos refused", 2, 5000, sc_bad_hellos);
+  bad |= run("bad operations after a hello", BAD_OPS + 1, 5000, sc_bad_ops);
   bad |= run("traffic: big, value, mode, self", 3, 10000, sc_traffic);
   bad |= run("sources reusable after flush", 2, 60000, sc_flush_reuse);
   printf("tcp peer: %s\n", bad ? "FAILED" : "passed");

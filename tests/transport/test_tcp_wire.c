@@ -1,8 +1,9 @@
 /*
  * tcp transport wire checks: gin_tcp_hello_check and gin_tcp_header_check,
  * the pure functions that judge every byte a peer sends before anything is
- * written. Every rejection kind, the valid cases, the encoding (little
- * endian, fixed offsets), outputs untouched on failure, and a seeded
+ * written, and gin_tcp_entries_check, the check of the setup entries all
+ * ranks all-gather at init. Every rejection kind, the valid cases, the encoding
+ * (little endian, fixed offsets), outputs untouched on failure, and a seeded
  * mutation loop: whatever the checker accepts lies inside a live window.
  * Exit 0 pass, 1 fail.
  */
@@ -364,6 +365,166 @@ static void test_header_signals(void) {
            GIN_ERR_PROTOCOL, "destination");
 }
 
+/* ----------------------------------------------------------- entries */
+
+static int all_zero(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i]) return 0;
+  return 1;
+}
+
+/* A job of n ranks (n <= 70) where every rank uses tcp with every other,
+ * each listening on 127.0.0.1:(5000 + rank), rank 1 on [::1]. */
+static void entries_ok(int n, uint8_t *all) {
+  size_t esz = gin_tcp_entry_bytes(n);
+  for (int r = 0; r < n; r++) {
+    uint8_t use[70];
+    for (int k = 0; k < n; k++)
+      use[k] = k != r;
+    gin_net_addr_t a = {AF_INET, (uint16_t)(5000 + r), {127, 0, 0, 1}};
+    if (r == 1) a = (gin_net_addr_t){AF_INET6, 5001, {[15] = 1}};
+    gin_tcp_entry_encode(GIN_SUCCESS, &a, use, n, all + (size_t)r * esz);
+  }
+}
+
+/* Checks the n entries in all (len bytes); expects `want` and, on
+ * rejection, `word` in the reason and the addresses untouched. */
+static void entries_case(const char *name, const uint8_t *all, size_t len,
+                         int n, gin_result_t want, const char *word) {
+  gin_net_addr_t addrs[70];
+  memset(addrs, 0xa5, sizeof addrs);
+  char why[160] = "";
+  gin_result_t res = gin_tcp_entries_check(all, len, n, why, sizeof why, addrs);
+  CHECK(res == want, "entries %s: result %d, expected %d (%s)", name, res, want,
+        why);
+  CHECK(gin_tcp_entries_check(all, len, n, NULL, 0, NULL) == res,
+        "entries %s: the same without outputs", name);
+  if (want != GIN_SUCCESS) {
+    CHECK(strstr(why, word) != NULL, "entries %s: reason \"%s\" lacks \"%s\"",
+          name, why, word);
+    CHECK(((uint8_t *)addrs)[0] == 0xa5 &&
+              ((uint8_t *)addrs)[sizeof addrs - 1] == 0xa5,
+          "entries %s: addresses written on failure", name);
+    return;
+  }
+  size_t esz = gin_tcp_entry_bytes(n);
+  for (int r = 0; r < n; r++) {
+    const uint8_t *e = all + (size_t)r * esz;
+    CHECK(addrs[r].family == (e[4] | e[5] << 8) &&
+              addrs[r].port == (e[6] | e[7] << 8) &&
+              memcmp(addrs[r].addr, e + 8, 16) == 0,
+          "entries %s: address of rank %d as sent", name, r);
+  }
+}
+
+static void test_entries(void) {
+  /* Sizes: the head, a bit per rank, rounded up to 8. */
+  CHECK(gin_tcp_entry_bytes(1) == 32 && gin_tcp_entry_bytes(8) == 32 &&
+            gin_tcp_entry_bytes(64) == 32 && gin_tcp_entry_bytes(65) == 40 &&
+            gin_tcp_entry_bytes(128) == 40 && gin_tcp_entry_bytes(129) == 48,
+        "entry sizes");
+  /* The wire layout: little endian at fixed offsets, padding zero. */
+  uint8_t e[48];
+  memset(e, 0x77, sizeof e);
+  gin_net_addr_t a = {AF_INET6, 0x1234, {0xfe, 0x80, [15] = 9}};
+  uint8_t use[10] = {1, 0, 0, 1, 0, 0, 0, 0, 1, 1};
+  gin_tcp_entry_encode(-3, &a, use, 10, e);
+  CHECK(e[0] == 0xfd && e[1] == 0xff && e[2] == 0xff && e[3] == 0xff &&
+            e[4] == AF_INET6 && e[5] == 0 && e[6] == 0x34 && e[7] == 0x12 &&
+            memcmp(e + 8, a.addr, 16) == 0 && e[24] == 0x09 && e[25] == 0x03 &&
+            all_zero(e + 26, 6) && e[32] == 0x77,
+        "entry encoding");
+  gin_tcp_entry_encode(0, NULL, NULL, 10, e);
+  CHECK(all_zero(e, 32), "entry without address or peers");
+
+  static uint8_t all[70 * 40], bad[70 * 40];
+  int sizes[] = {1, 2, 3, 4, 8, 9, 64, 65, 70};
+  for (int i = 0; i < 9; i++) {
+    entries_ok(sizes[i], all);
+    entries_case("all to all", all,
+                 (size_t)sizes[i] * gin_tcp_entry_bytes(sizes[i]), sizes[i],
+                 GIN_SUCCESS, "");
+  }
+  int n = 4;
+  size_t esz = gin_tcp_entry_bytes(n), len = (size_t)n * esz;
+  entries_ok(n, all);
+  entries_case("truncated", all, len - 1, n, GIN_ERR_PROTOCOL, "bytes");
+  entries_case("too long", all, len + esz, n, GIN_ERR_PROTOCOL, "bytes");
+  entries_case("empty", all, 0, n, GIN_ERR_PROTOCOL, "bytes");
+  entries_case("other job size", all, len, 5, GIN_ERR_PROTOCOL, "bytes");
+  memcpy(bad, all, len);
+  gin_le_put32(bad + 2 * esz, (uint32_t)GIN_ERR_SYSTEM);
+  entries_case("setup failed", bad, len, n, GIN_ERR_REMOTE,
+               "rank 2 could not set up its listening socket");
+  memcpy(bad, all, len);
+  bad[3 * esz + GIN_TCP_ENTRY_HEAD] &= (uint8_t) ~(1u << 1); /* 3 not with 1 */
+  entries_case("asymmetric", bad, len, n, GIN_ERR_INVALID,
+               "rank 1 reaches rank 3 through tcp but not the other way");
+  memcpy(bad, all, len);
+  bad[0 * esz + GIN_TCP_ENTRY_HEAD] &= (uint8_t) ~(1u << 2); /* 0 not with 2 */
+  entries_case("asymmetric, other side", bad, len, n, GIN_ERR_INVALID,
+               "rank 2 reaches rank 0");
+  memcpy(bad, all, len);
+  gin_le_put16(bad + 3 * esz + 4, 99);
+  entries_case("bad family", bad, len, n, GIN_ERR_PROTOCOL,
+               "bad address of rank 3 (family 99, port 5003)");
+  memcpy(bad, all, len);
+  gin_le_put16(bad + 1 * esz + 6, 0);
+  entries_case("port 0", bad, len, n, GIN_ERR_PROTOCOL,
+               "bad address of rank 1 (family 10, port 0)");
+  /* The first failure in rank order (rank a's status, then its pairs with
+   * the higher ranks): rank 0's pairs before rank 3's status, rank 0's
+   * status before rank 3's address, rank 0's pair with rank 3 (its
+   * address) before rank 2's status. */
+  memcpy(bad, all, len);
+  gin_le_put32(bad + 3 * esz, 1);
+  bad[0 * esz + GIN_TCP_ENTRY_HEAD] &= (uint8_t) ~(1u << 1);
+  entries_case("order: pair before status", bad, len, n, GIN_ERR_INVALID,
+               "rank 1 reaches rank 0");
+  memcpy(bad, all, len);
+  gin_le_put32(bad, 1);
+  gin_le_put16(bad + 3 * esz + 6, 0);
+  entries_case("order: status before address", bad, len, n, GIN_ERR_REMOTE,
+               "rank 0 could not");
+  gin_le_put32(bad, 0);
+  gin_le_put32(bad + 2 * esz, 1);
+  entries_case("order: address before a later status", bad, len, n,
+               GIN_ERR_PROTOCOL, "bad address of rank 3");
+  /* Not looked at: a rank's bit for itself, bits past nranks, padding, and
+   * the address of rank 0 (no lower rank connects to it) or of a rank only
+   * higher ranks use tcp with. */
+  memcpy(bad, all, len);
+  bad[2 * esz + GIN_TCP_ENTRY_HEAD] |= 1u << 2 | 0xf0;
+  bad[2 * esz + GIN_TCP_ENTRY_HEAD + 3] = 0xff;
+  memset(bad + 4, 0, 4); /* rank 0: family 0, port 0 */
+  entries_case("ignored fields", bad, len, n, GIN_SUCCESS, "");
+  /* Two islands: 0-1 and 2-3, no tcp across (ranks 2 and 3 on one host);
+   * rank 2's address then matters to nobody. */
+  for (int r = 0; r < n; r++) {
+    uint8_t u[4] = {0};
+    u[r ^ 1] = 1;
+    gin_net_addr_t ad = {AF_INET, (uint16_t)(7000 + r), {10, 0, 0, 1}};
+    gin_tcp_entry_encode(0, r == 2 ? NULL : &ad, u, n, bad + (size_t)r * esz);
+  }
+  entries_case("islands", bad, len, n, GIN_SUCCESS, "");
+  /* One rank that uses tcp with nobody. */
+  gin_tcp_entry_encode(0, NULL, NULL, 1, all);
+  entries_case("single rank", all, 32, 1, GIN_SUCCESS, "");
+  /* Bad arguments. */
+  CHECK(gin_tcp_entries_check(NULL, 32, 1, NULL, 0, NULL) == GIN_ERR_INVALID &&
+            gin_tcp_entries_check(all, 32, 0, NULL, 0, NULL) ==
+                GIN_ERR_INVALID &&
+            gin_tcp_entries_check(all, 0, -1, NULL, 0, NULL) == GIN_ERR_INVALID,
+        "entries: NULL, no ranks");
+  char tiny[4];
+  entries_ok(n, all);
+  gin_le_put16(all + 3 * esz + 6, 0);
+  CHECK(gin_tcp_entries_check(all, len, n, tiny, sizeof tiny, NULL) ==
+                GIN_ERR_PROTOCOL &&
+            strcmp(tiny, "bad") == 0,
+        "entries: why truncated to its buffer");
+}
+
 /* ------------------------------------------------------------- fuzz */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -442,6 +603,7 @@ int main(void) {
   test_header_format();
   test_header_windows();
   test_header_signals();
+  test_entries();
   test_mutations();
   if (failures) {
     printf("tcp wire: %d failures\n", failures);
