@@ -114,21 +114,6 @@ static void bs_hello_decode(const uint8_t *p, gin_bs_hello_t *h) {
   memcpy(h->addr, p + 36, 16);
 }
 
-/* Formats why into buf (if any) and returns res. */
-static gin_result_t bs_why(char *buf, size_t len, gin_result_t res,
-                           const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static gin_result_t bs_why(char *buf, size_t len, gin_result_t res,
-                           const char *fmt, ...) {
-  if (buf && len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-  }
-  return res;
-}
-
 void gin_bs_reply_encode(const gin_bs_reply_t *r, uint8_t *p) {
   put_le(p, GIN_BS_MAGIC, 4);
   put_le(p + 4, r->status, 4);
@@ -152,8 +137,8 @@ gin_result_t gin_bs_reply_check(const void *buf, size_t len, int nranks,
   const uint8_t *p = buf;
   gin_result_t bad = GIN_ERR_PROTOCOL;
   if (len != BS_REPLY_BYTES)
-    return bs_why(why, why_len, bad, "reply of %zu bytes, expected %d", len,
-                  BS_REPLY_BYTES);
+    return gin_net_why(why, why_len, bad, "reply of %zu bytes, expected %d",
+                       len, BS_REPLY_BYTES);
   uint32_t magic = (uint32_t)get_le(p, 4);
   gin_bs_reply_t r = {.status = (uint32_t)get_le(p + 4, 4),
                       .nranks = (int32_t)get_le(p + 8, 4),
@@ -161,13 +146,13 @@ gin_result_t gin_bs_reply_check(const void *buf, size_t len, int nranks,
                       .b = (int32_t)get_le(p + 16, 4),
                       .c = (int32_t)get_le(p + 20, 4)};
   if (magic != GIN_BS_MAGIC)
-    return bs_why(why, why_len, bad, "bad reply magic 0x%08x", magic);
+    return gin_net_why(why, why_len, bad, "bad reply magic 0x%08x", magic);
   /* TIMEOUT and REFUSED are news for the caller to report, whatever the
    * numbers; only OK must be for this job. */
   if (r.status != GIN_BS_STATUS_TIMEOUT && r.status != GIN_BS_STATUS_REFUSED &&
       (r.status != GIN_BS_STATUS_OK || r.nranks != nranks))
-    return bs_why(why, why_len, bad, "bad reply (status %u, %d ranks)",
-                  r.status, (int)r.nranks);
+    return gin_net_why(why, why_len, bad, "bad reply (status %u, %d ranks)",
+                       r.status, (int)r.nranks);
   if (out) *out = r;
   return GIN_SUCCESS;
 }
@@ -190,23 +175,23 @@ gin_result_t gin_bs_table_check(const void *buf, size_t len, int nranks,
   gin_result_t bad = GIN_ERR_PROTOCOL;
   size_t want = (size_t)nranks * BS_ENTRY_BYTES;
   if (len != want)
-    return bs_why(why, why_len, bad,
-                  "address table of %zu bytes, expected %zu (%d ranks)", len,
-                  want, nranks);
+    return gin_net_why(why, why_len, bad,
+                       "address table of %zu bytes, expected %zu (%d ranks)",
+                       len, want, nranks);
   for (int r = 0; r < nranks; r++) {
     const uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
     unsigned family = (unsigned)get_le(e, 2), port = (unsigned)get_le(e + 2, 2);
     if ((family != AF_INET && family != AF_INET6) || (port == 0 && nranks > 1))
-      return bs_why(why, why_len, bad,
-                    "bad address of rank %d in the table (family %u, port "
-                    "%u)",
-                    r, family, port);
+      return gin_net_why(why, why_len, bad,
+                         "bad address of rank %d in the table (family %u, port "
+                         "%u)",
+                         r, family, port);
   }
   const uint8_t *mine = p + (size_t)self * BS_ENTRY_BYTES;
   if (get_le(mine + 2, 2) != own->port || memcmp(mine + 4, own->addr, 16) != 0)
-    return bs_why(why, why_len, bad,
-                  "the table's entry for this rank is not the address it "
-                  "sent");
+    return gin_net_why(why, why_len, bad,
+                       "the table's entry for this rank is not the address it "
+                       "sent");
   for (int r = 0; addrs_out && r < nranks; r++) {
     const uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
     addrs_out[r].family = (uint16_t)get_le(e, 2);
@@ -227,18 +212,18 @@ gin_result_t gin_bs_coll_check(const void *buf, size_t len, uint32_t seq,
   if (!buf) return GIN_ERR_INVALID;
   const uint8_t *p = buf;
   if (len != BS_COLL_BYTES)
-    return bs_why(why, why_len, GIN_ERR_PROTOCOL,
-                  "collective header of %zu bytes, expected %d", len,
-                  BS_COLL_BYTES);
+    return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
+                       "collective header of %zu bytes, expected %d", len,
+                       BS_COLL_BYTES);
   uint32_t magic = (uint32_t)get_le(p, 4), got_seq = (uint32_t)get_le(p + 4, 4);
   uint64_t got_bytes = get_le(p + 8, 8);
   if (magic != GIN_BS_COLL_MAGIC || got_seq != seq || got_bytes != bytes)
-    return bs_why(why, why_len, GIN_ERR_PROTOCOL,
-                  "mismatch: the previous rank sent collective %u of %llu "
-                  "bytes per rank (magic 0x%08x), this rank expects %u of "
-                  "%llu bytes",
-                  got_seq, (unsigned long long)got_bytes, magic, seq,
-                  (unsigned long long)bytes);
+    return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
+                       "mismatch: the previous rank sent collective %u of %llu "
+                       "bytes per rank (magic 0x%08x), this rank expects %u of "
+                       "%llu bytes",
+                       got_seq, (unsigned long long)got_bytes, magic, seq,
+                       (unsigned long long)bytes);
   return GIN_SUCCESS;
 }
 

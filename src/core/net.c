@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,4 +69,15 @@ gin_result_t gin_net_set_nodelay(int fd) {
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
     return GIN_ERR_SYSTEM;
   return GIN_SUCCESS;
+}
+
+gin_result_t gin_net_why(char *buf, size_t len, gin_result_t res,
+                         const char *fmt, ...) {
+  if (buf && len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+  }
+  return res;
 }

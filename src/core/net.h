@@ -58,6 +58,13 @@ int gin_net_poll_timeout_ms(uint64_t deadline_ns);
  * treat it as best effort). Thread safe. */
 gin_result_t gin_net_set_nodelay(int fd);
 
+/* For the pure checks of wire messages: formats what was wrong into
+ * buf[0, len) (nothing when buf is NULL or len is 0; NUL-terminated
+ * otherwise) and returns res. No logging; thread safe. */
+gin_result_t gin_net_why(char *buf, size_t len, gin_result_t res,
+                         const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,27 +4,11 @@
  * arrives (declared in tcp.h; fuzzed and unit tested on their own). No
  * I/O, no logging.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/net.h"
 #include "transport/tcp.h"
-
-/* Formats why into buf (if any) and returns res. */
-static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
-                            const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static gin_result_t why_set(char *buf, size_t len, gin_result_t res,
-                            const char *fmt, ...) {
-  if (buf && len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-  }
-  return res;
-}
 
 void gin_tcp_hello_encode(const gin_tcp_hello_t *h, uint8_t *out) {
   gin_le_put32(out, h->magic);
@@ -43,32 +27,34 @@ gin_result_t gin_tcp_hello_check(const void *buf, size_t len,
   const uint8_t *p = (const uint8_t *)buf;
   gin_result_t bad = GIN_ERR_PROTOCOL;
   if (len != GIN_TCP_HELLO_BYTES)
-    return why_set(why, why_len, bad, "hello of %zu bytes, expected %d", len,
-                   GIN_TCP_HELLO_BYTES);
+    return gin_net_why(why, why_len, bad, "hello of %zu bytes, expected %d",
+                       len, GIN_TCP_HELLO_BYTES);
   if (gin_le_get32(p) != GIN_TCP_HELLO_MAGIC)
-    return why_set(why, why_len, bad, "bad magic 0x%08x", gin_le_get32(p));
+    return gin_net_why(why, why_len, bad, "bad magic 0x%08x", gin_le_get32(p));
   if (gin_le_get16(p + 4) != GIN_TCP_VERSION)
-    return why_set(why, why_len, bad, "wire version %u, expected %d",
-                   gin_le_get16(p + 4), GIN_TCP_VERSION);
+    return gin_net_why(why, why_len, bad, "wire version %u, expected %d",
+                       gin_le_get16(p + 4), GIN_TCP_VERSION);
   unsigned diff = 0; /* constant time: do not leak how much matched */
   for (int i = 0; i < 16; i++)
     diff |= (unsigned)(p[8 + i] ^ secret[i]);
-  if (diff) return why_set(why, why_len, bad, "wrong job secret");
+  if (diff) return gin_net_why(why, why_len, bad, "wrong job secret");
   if (gin_le_get16(p + 6) != 0)
-    return why_set(why, why_len, bad, "reserved field %u", gin_le_get16(p + 6));
+    return gin_net_why(why, why_len, bad, "reserved field %u",
+                       gin_le_get16(p + 6));
   int rank = (int)gin_le_get32(p + 24), n = (int)gin_le_get32(p + 28);
   if (n != nranks)
-    return why_set(why, why_len, bad, "job size %d, expected %d", n, nranks);
+    return gin_net_why(why, why_len, bad, "job size %d, expected %d", n,
+                       nranks);
   if (rank < 0 || rank >= nranks)
-    return why_set(why, why_len, bad, "rank %d out of range [0, %d)", rank,
-                   nranks);
+    return gin_net_why(why, why_len, bad, "rank %d out of range [0, %d)", rank,
+                       nranks);
   if (rank >= self)
-    return why_set(why, why_len, bad,
-                   "rank %d connects to rank %d (only lower ranks connect)",
-                   rank, self);
+    return gin_net_why(why, why_len, bad,
+                       "rank %d connects to rank %d (only lower ranks connect)",
+                       rank, self);
   if (expect && !expect[rank])
-    return why_set(why, why_len, bad, "rank %d does not use tcp with rank %d",
-                   rank, self);
+    return gin_net_why(why, why_len, bad,
+                       "rank %d does not use tcp with rank %d", rank, self);
   if (rank_out) *rank_out = rank;
   return GIN_SUCCESS;
 }
@@ -118,30 +104,31 @@ static gin_result_t win_check(const gin_win_slot_t *wins, uint32_t nwins,
                               uint64_t off, uint64_t bytes, uint64_t align,
                               char *why, size_t len) {
   if (idx >= nwins)
-    return why_set(why, len, GIN_ERR_PROTOCOL,
-                   "%s window %u outside the table of %u", what, idx, nwins);
+    return gin_net_why(why, len, GIN_ERR_PROTOCOL,
+                       "%s window %u outside the table of %u", what, idx,
+                       nwins);
   uint32_t g = __atomic_load_n(&wins[idx].gen, __ATOMIC_ACQUIRE);
   int live = __atomic_load_n(&wins[idx].live, __ATOMIC_ACQUIRE);
   int32_t ahead = (int32_t)(gen - g);
   if (ahead > 0 || (ahead == 0 && !live))
-    return why_set(why, len, GIN_ERR_AGAIN,
-                   "%s window %u (generation %u) is not registered here", what,
-                   idx, gen);
+    return gin_net_why(why, len, GIN_ERR_AGAIN,
+                       "%s window %u (generation %u) is not registered here",
+                       what, idx, gen);
   if (ahead < 0)
-    return why_set(why, len, GIN_ERR_PROTOCOL,
-                   "%s window %u generation %u was deregistered (now %u)", what,
-                   idx, gen, g);
+    return gin_net_why(why, len, GIN_ERR_PROTOCOL,
+                       "%s window %u generation %u was deregistered (now %u)",
+                       what, idx, gen, g);
   uint64_t size = wins[idx].size;
   if (off > size || bytes > size - off)
-    return why_set(
+    return gin_net_why(
         why, len, GIN_ERR_PROTOCOL,
         "%s offset %llu + %llu bytes is outside window %u of %llu bytes", what,
         (unsigned long long)off, (unsigned long long)bytes, idx,
         (unsigned long long)size);
   if (off % align)
-    return why_set(why, len, GIN_ERR_PROTOCOL,
-                   "%s offset %llu is not %llu-byte aligned", what,
-                   (unsigned long long)off, (unsigned long long)align);
+    return gin_net_why(why, len, GIN_ERR_PROTOCOL,
+                       "%s offset %llu is not %llu-byte aligned", what,
+                       (unsigned long long)off, (unsigned long long)align);
   return GIN_SUCCESS;
 }
 
@@ -152,33 +139,34 @@ gin_result_t gin_tcp_header_check(const void *buf, size_t len,
   if (!buf) return GIN_ERR_INVALID;
   gin_result_t bad = GIN_ERR_PROTOCOL, res;
   if (len != GIN_TCP_HDR_BYTES)
-    return why_set(why, why_len, bad, "header of %zu bytes, expected %d", len,
-                   GIN_TCP_HDR_BYTES);
+    return gin_net_why(why, why_len, bad, "header of %zu bytes, expected %d",
+                       len, GIN_TCP_HDR_BYTES);
   gin_tcp_hdr_t h;
   hdr_decode((const uint8_t *)buf, &h);
   if (h.magic != GIN_TCP_HDR_MAGIC)
-    return why_set(why, why_len, bad, "bad magic 0x%08x", h.magic);
+    return gin_net_why(why, why_len, bad, "bad magic 0x%08x", h.magic);
   if (h.version != GIN_TCP_VERSION)
-    return why_set(why, why_len, bad, "wire version %u, expected %d", h.version,
-                   GIN_TCP_VERSION);
+    return gin_net_why(why, why_len, bad, "wire version %u, expected %d",
+                       h.version, GIN_TCP_VERSION);
   if (h.op < GIN_TCP_OP_PUT || h.op > GIN_TCP_OP_BYE)
-    return why_set(why, why_len, bad, "unknown operation %u", h.op);
+    return gin_net_why(why, why_len, bad, "unknown operation %u", h.op);
   if (h.flags & ~GIN_TCP_F_SIGNAL)
-    return why_set(why, why_len, bad, "unknown flags 0x%x", h.flags);
+    return gin_net_why(why, why_len, bad, "unknown flags 0x%x", h.flags);
   int sig = (h.flags & GIN_TCP_F_SIGNAL) != 0;
   if (h.reserved ||
       (h.op != GIN_TCP_OP_PUT &&
        (h.dst_win || h.dst_gen || h.dst_off || h.bytes)) ||
       (!sig && (h.sig_win || h.sig_gen || h.sig_off || h.sig_add ||
                 h.mode_off || h.mode_bit)))
-    return why_set(why, why_len, bad,
-                   "operation %u has fields it does not use set", h.op);
+    return gin_net_why(why, why_len, bad,
+                       "operation %u has fields it does not use set", h.op);
   if ((h.op == GIN_TCP_OP_SIGNAL && !sig) || (h.op == GIN_TCP_OP_BYE && sig))
-    return why_set(why, why_len, bad, "operation %u %s a signal", h.op,
-                   sig ? "with" : "without");
+    return gin_net_why(why, why_len, bad, "operation %u %s a signal", h.op,
+                       sig ? "with" : "without");
   if (h.bytes > GIN_TCP_MAX_CHUNK)
-    return why_set(why, why_len, bad, "%llu bytes in one chunk (at most %u)",
-                   (unsigned long long)h.bytes, GIN_TCP_MAX_CHUNK);
+    return gin_net_why(why, why_len, bad,
+                       "%llu bytes in one chunk (at most %u)",
+                       (unsigned long long)h.bytes, GIN_TCP_MAX_CHUNK);
   if (h.op == GIN_TCP_OP_PUT &&
       (res = win_check(wins, nwins, "destination", h.dst_win, h.dst_gen,
                        h.dst_off, h.bytes, 1, why, why_len)) != GIN_SUCCESS)
@@ -192,8 +180,8 @@ gin_result_t gin_tcp_header_check(const void *buf, size_t len,
                          h.mode_off, 4, 4, why, why_len)) != GIN_SUCCESS)
       return res;
     if (h.mode_off ? (h.mode_bit != 1 && h.mode_bit != 2) : h.mode_bit != 0)
-      return why_set(why, why_len, bad, "mode bit %u at offset %llu",
-                     h.mode_bit, (unsigned long long)h.mode_off);
+      return gin_net_why(why, why_len, bad, "mode bit %u at offset %llu",
+                         h.mode_bit, (unsigned long long)h.mode_off);
   }
   if (out) *out = h;
   return GIN_SUCCESS;
@@ -228,32 +216,33 @@ gin_result_t gin_tcp_entries_check(const void *all, size_t len, int nranks,
                                    char *why, size_t why_len,
                                    gin_net_addr_t *addrs) {
   if (!all || nranks < 1)
-    return why_set(why, why_len, GIN_ERR_INVALID, "no entries (%d ranks)",
-                   nranks);
+    return gin_net_why(why, why_len, GIN_ERR_INVALID, "no entries (%d ranks)",
+                       nranks);
   const uint8_t *p = (const uint8_t *)all;
   size_t esz = gin_tcp_entry_bytes(nranks), n = (size_t)nranks;
   if (len % esz || len / esz != n)
-    return why_set(why, why_len, GIN_ERR_PROTOCOL,
-                   "entries of %zu bytes, expected %d of %zu", len, nranks,
-                   esz);
+    return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
+                       "entries of %zu bytes, expected %d of %zu", len, nranks,
+                       esz);
   for (int a = 0; a < nranks; a++) {
     const uint8_t *ea = p + (size_t)a * esz;
     if ((int32_t)gin_le_get32(ea) != GIN_SUCCESS)
-      return why_set(why, why_len, GIN_ERR_REMOTE,
-                     "rank %d could not set up its listening socket", a);
+      return gin_net_why(why, why_len, GIN_ERR_REMOTE,
+                         "rank %d could not set up its listening socket", a);
     for (int b = a + 1; b < nranks; b++) {
       const uint8_t *eb = p + (size_t)b * esz;
       int ab = entry_uses(ea, b), ba = entry_uses(eb, a);
       if (ab != ba)
-        return why_set(why, why_len, GIN_ERR_INVALID,
-                       "rank %d reaches rank %d through tcp but not the other "
-                       "way round (GIN_BACKEND or GIN_TRANSPORT differ?)",
-                       ab ? a : b, ab ? b : a);
+        return gin_net_why(
+            why, why_len, GIN_ERR_INVALID,
+            "rank %d reaches rank %d through tcp but not the other "
+            "way round (GIN_BACKEND or GIN_TRANSPORT differ?)",
+            ab ? a : b, ab ? b : a);
       uint16_t family = gin_le_get16(eb + 4), port = gin_le_get16(eb + 6);
       if (ab && (port == 0 || (family != AF_INET && family != AF_INET6)))
-        return why_set(why, why_len, GIN_ERR_PROTOCOL,
-                       "bad address of rank %d (family %u, port %u)", b, family,
-                       port);
+        return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
+                           "bad address of rank %d (family %u, port %u)", b,
+                           family, port);
     }
   }
   for (int r = 0; addrs && r < nranks; r++) {
