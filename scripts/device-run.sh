@@ -243,6 +243,9 @@ fi
 if [ "${MODE:-all}" = check ]; then
   export GIN_TIMEOUT_MS=15000
   E=build-dev/tests/ep
+  # CHECK_QUICK=1: only the EP suite, racecheck (with RACECHECK) and the
+  # fault tests (FAULT_TESTS): for a short device budget.
+  if [ -z "${CHECK_QUICK:-}" ]; then
   for n in 2 4 8; do run conformance_cuda_$n $R -n $n --timeout 60 $T/conformance_cuda; done
   # Checks compiled out, as the benchmarks build it.
   for n in 2 8; do run conformance_nochecks_$n $R -n $n --timeout 60 build-dev-nochecks/tests/conformance/conformance_cuda; done
@@ -253,20 +256,15 @@ if [ "${MODE:-all}" = check ]; then
   run conformance_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $T/conformance_cuda
   run badinput_cuda_2 $R -n 2 --timeout 60 $T/badinput_cuda
   run badinput_cuda_proxy_3 env GIN_BACKEND=proxy $R -n 3 --timeout 60 $T/badinput_cuda
+  fi
   for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 60 $E/test_ep_cuda; done
+  [ -z "${CHECK_QUICK:-}" ] && {
   run ep_test_proxy_4 env GIN_BACKEND=proxy $R -n 4 --timeout 60 $E/test_ep_cuda
   run ep_test_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $E/test_ep_cuda
   run ep_badinput_3 $R -n 3 --timeout 60 $E/test_ep_badinput_cuda
   run ep_hello_4 $R -n 4 --timeout 60 build-dev/gin_ep_hello_cuda
   run soak_cuda_4 $R -n 4 --timeout 60 build-dev/tests/soak/soak_cuda --seconds 5
-  # compute-sanitizer racecheck (shared-memory hazards) on the
-  # conformance and EP suites, 2 ranks; each rank's summary line is kept.
-  if [ -n "${RACECHECK:-}" ]; then
-    for t in conformance:$T/conformance_cuda ep:$E/test_ep_cuda; do
-      run racecheck_${t%%:*}_2 $R -n 2 --timeout 280 compute-sanitizer --tool racecheck --error-exitcode 9 ${t#*:}
-      grep -h "RACECHECK SUMMARY" "$OUT/racecheck_${t%%:*}_2.log" | tee -a "$OUT/summary.txt"
-    done
-  fi
+  }
   # EXP=patch EXP_WHAT=ep: the EP benchmark of this tree and of a copy
   # with the patch applied, alternating, at 2 / 4 / 8 ranks and EP_EXTRA
   # at 2 ranks, and this tree's EP suite under memcheck (an EP change).
@@ -332,6 +330,14 @@ if [ "${MODE:-all}" = check ]; then
     log "$t: rc=$rc"; grep -E "Test +#" "$OUT/$t.log" | tee -a "$OUT/summary.txt"
     sleep 5
   done
+  # compute-sanitizer racecheck (shared-memory hazards) on the
+  # conformance and EP suites, 2 ranks; each rank's summary line is kept.
+  if [ -n "${RACECHECK:-}" ]; then
+    for t in conformance:$T/conformance_cuda ep:$E/test_ep_cuda; do
+      run racecheck_${t%%:*}_2 $R -n 2 --timeout 280 compute-sanitizer --tool racecheck --error-exitcode 9 ${t#*:}
+      grep -h "RACECHECK SUMMARY" "$OUT/racecheck_${t%%:*}_2.log" | tee -a "$OUT/summary.txt"
+    done
+  fi
   finish
 fi
 
