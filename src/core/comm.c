@@ -397,15 +397,24 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   /* From here on, collectives stop once the communicator is aborted. */
   gin_bs_set_abort(c->bs, comm_bs_abort, c);
 
-  GIN_CHECK_GOTO(gin_bs_allgather(c->bs, c->peers, sizeof(gin_peer_info_t)),
-                 res, free_comm);
-  for (int r = 0; r < nranks; r++)
-    if (c->peers[r].rank != r) {
-      res = GIN_ERROR(GIN_ERR_PROTOCOL,
-                      "gin_comm_init: slot %d of the exchange names rank %d", r,
-                      (int)c->peers[r].rank);
-      goto free_comm;
-    }
+  /* Every rank's record, checked alike on every rank before any is used
+   * (gin_peer_recs_check); c->peers holds only this rank's until then. */
+  uint8_t *recs = (uint8_t *)calloc(n, GIN_PEER_REC_BYTES);
+  if (!recs) {
+    res = GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: peer records for %d ranks",
+                    nranks);
+    goto free_comm;
+  }
+  gin_peer_rec_encode(me, recs + (size_t)rank * GIN_PEER_REC_BYTES);
+  res = gin_bs_allgather(c->bs, recs, GIN_PEER_REC_BYTES);
+  if (res == GIN_SUCCESS) {
+    char why[160];
+    res = gin_peer_recs_check(recs, n * GIN_PEER_REC_BYTES, nranks, why,
+                              sizeof why, c->peers);
+    if (res != GIN_SUCCESS) res = GIN_ERROR(res, "gin_comm_init: %s", why);
+  }
+  free(recs);
+  if (res != GIN_SUCCESS) goto free_comm;
   GIN_CHECK_GOTO(gin_arch_dev_alloc(n, (void **)&c->path_dev), res, free_comm);
   GIN_CHECK_GOTO(
       gin_arch_dev_alloc(n * sizeof(int), (void **)&c->lsa_ranks_dev), res,

@@ -6,9 +6,8 @@
 
 #include "arch/arch.h"
 #include "core/bootstrap.h"
+#include "core/records.h" /* gin_peer_info_t, GIN_HOSTID_BYTES */
 #include "gin/gin.h"
-
-#define GIN_HOSTID_BYTES 96
 
 /* Transport ids (src/transport), per proxied peer. */
 enum {
@@ -17,17 +16,6 @@ enum {
   GIN_TRANSPORT_TCP_ID = 2,
   GIN_TRANSPORT_MAX = 4
 };
-
-/* What every rank tells every other at init. */
-typedef struct gin_peer_info {
-  char hostid[GIN_HOSTID_BYTES];
-  int32_t pid;
-  int32_t rank;
-  int32_t watch; /* GIN_WATCH of this rank (watched only if all have it) */
-  int32_t pad_;
-  gin_arch_devinfo_t dev;
-  gin_arch_handle_t ctrl; /* control page */
-} gin_peer_info_t;
 
 /* One registered window, host side. */
 typedef struct gin_win_slot {

@@ -13,18 +13,6 @@ GIN_PARAM_INT(param_max_windows, "MAX_WINDOWS", 64,
               "window table slots per communicator (device communicators use "
               "one each)")
 
-/* What every rank says about a registration. */
-typedef struct win_rec {
-  int32_t status; /* GIN_SUCCESS or the local error */
-  uint32_t slot;
-  uint32_t host_kind;
-  uint32_t pad_;
-  uint64_t size;
-  uint64_t offset; /* of ptr inside its allocation */
-  uint64_t alloc_size;
-  gin_arch_handle_t handle;
-} win_rec_t;
-
 gin_result_t gin_window_init_(gin_comm_t c) {
   int64_t m = param_max_windows();
   if (m < 4 || m > 65536)
@@ -94,7 +82,7 @@ static void slot_unmap(gin_comm_t c, gin_win_slot_t *w) {
 
 /* Maps every load/store peer's part of a registration into this rank. */
 static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
-                             const win_rec_t *recs) {
+                             const gin_win_rec_t *recs) {
   for (int r = 0; r < c->nranks; r++) {
     if (r == c->rank) {
       w->bases[r] = (char *)w->ptr;
@@ -125,41 +113,21 @@ static gin_result_t slot_map(gin_comm_t c, gin_win_slot_t *w,
   return GIN_SUCCESS;
 }
 
-/* Checks that every rank agreed; names the first disagreement. */
-static gin_result_t recs_agree(gin_comm_t c, const win_rec_t *recs) {
-  for (int r = 0; r < c->nranks; r++)
-    if (recs[r].status != GIN_SUCCESS)
-      return GIN_ERROR(GIN_ERR_INVALID,
-                       "gin_window_register: rank %d failed its part (%s)", r,
-                       gin_strerror(recs[r].status));
-  for (int r = 1; r < c->nranks; r++) {
-    if (recs[r].size != recs[0].size)
-      return GIN_ERROR(GIN_ERR_INVALID,
-                       "gin_window_register: sizes differ: rank 0 registers "
-                       "%llu bytes, rank %d %llu (windows are symmetric)",
-                       (unsigned long long)recs[0].size, r,
-                       (unsigned long long)recs[r].size);
-    if (recs[r].slot != recs[0].slot)
-      return GIN_ERROR(GIN_ERR_INVALID,
-                       "gin_window_register: ranks disagree on the window "
-                       "slot (rank 0: %u, rank %d: %u): register and "
-                       "deregister in the same order on every rank",
-                       recs[0].slot, r, recs[r].slot);
-    if (recs[r].host_kind != recs[0].host_kind)
-      return GIN_ERROR(GIN_ERR_INTERNAL,
-                       "window registration: ranks disagree on the memory "
-                       "kind (rank 0: %u, rank %d: %u)",
-                       recs[0].host_kind, r, recs[r].host_kind);
-  }
-  return GIN_SUCCESS;
-}
-
 gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
                                   int internal, const gin_win_mem_t *hostmem,
                                   gin_window_t *win_out) {
-  win_rec_t *recs = (win_rec_t *)calloc((size_t)c->nranks, sizeof *recs);
-  if (!recs) return GIN_ERROR(GIN_ERR_NOMEM, "window registration");
-  win_rec_t *me = &recs[c->rank];
+  /* What every rank says about it: the wire records, then (checked) the
+   * decoded ones. */
+  size_t n = (size_t)c->nranks;
+  uint8_t *wire = (uint8_t *)calloc(n, GIN_WIN_REC_BYTES);
+  gin_win_rec_t *recs = (gin_win_rec_t *)calloc(n, sizeof *recs);
+  if (!wire || !recs) {
+    free(wire);
+    free(recs);
+    return GIN_ERROR(GIN_ERR_NOMEM, "window registration");
+  }
+  gin_win_rec_t mine, *me = &mine;
+  memset(me, 0, sizeof *me);
   gin_alloc_info_t info;
   uint32_t slot = 0;
   while (slot < c->max_windows && c->wins[slot].live)
@@ -186,9 +154,17 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
   }
   gin_result_t local = me->status;
   /* Everyone exchanges, also a rank that failed, so all fail together. */
-  gin_result_t res = gin_bs_allgather(c->bs, recs, sizeof *recs);
+  gin_win_rec_encode(me, wire + (size_t)c->rank * GIN_WIN_REC_BYTES);
+  gin_result_t res = gin_bs_allgather(c->bs, wire, GIN_WIN_REC_BYTES);
   if (res == GIN_SUCCESS) res = local;
-  if (res == GIN_SUCCESS) res = recs_agree(c, recs);
+  if (res == GIN_SUCCESS) {
+    /* Every rank agreed, and each part lies inside what it maps. */
+    char why[256];
+    res = gin_win_recs_check(wire, n * GIN_WIN_REC_BYTES, c->nranks,
+                             c->max_windows, why, sizeof why, recs);
+    if (res != GIN_SUCCESS) res = GIN_ERROR(res, "%s", why);
+  }
+  free(wire);
   gin_win_slot_t *w = &c->wins[slot];
   if (res == GIN_SUCCESS) {
     w->ptr = ptr;

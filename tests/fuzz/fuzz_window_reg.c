@@ -64,6 +64,10 @@ static gin_result_t expected(const uint8_t *t, size_t len, int n,
   return GIN_SUCCESS;
 }
 
+/* Read back after the harness's writes, so that the compiler keeps them
+ * (a write into memory freed unread could be dropped, and ASan with it). */
+static volatile uint8_t sink;
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const uint32_t maxws[4] = {4, 5, 64, 65536};
   if (size < 2) return 0;
@@ -101,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(out);
     return 0;
   }
-  table[out[0].slot] = 1; /* the receiver's slot of this window */
+  ((volatile uint8_t *)table)[out[0].slot] = 1; /* the receiver's slot */
   free(table);
   uint8_t again[GIN_WIN_REC_BYTES];
   for (int r = 0; r < n; r++) {
@@ -113,6 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       uint8_t *mem = malloc(o->alloc_size ? o->alloc_size : 1);
       if (mem) {
         memset(mem + o->offset, 0x5a, o->size);
+        sink = ((volatile uint8_t *)mem)[o->offset + o->size - 1];
         free(mem);
       }
     } else {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "core/bootstrap.h"
+#include "core/records.h"
 #include "core/watch_msg.h"
 #include "fuzz_common.h"
 #include "transport/tcp.h"
@@ -351,6 +352,191 @@ static int tcp_entries(void) {
   return rc;
 }
 
+/* The peer records of a job of n ranks (n <= 8): rank r on host r / 2
+ * (as hostid_make names it), pid 4000 + r, watched but for rank 1, the
+ * host target's device identity and a memfd handle of its control page. */
+static void peer_job(int n, uint8_t *t) {
+  for (int r = 0; r < n; r++) {
+    gin_peer_info_t p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.hostid, sizeof p.hostid,
+             "node%d/0f6c2b1e-8d4a-4c55-9a61-3e2f0b7d9c%02d/4026531840", r / 2,
+             r / 2);
+    p.pid = 4000 + r;
+    p.rank = r;
+    p.watch = r != 1;
+    snprintf(p.dev.bytes, sizeof p.dev.bytes, "host");
+    gin_le_put32(p.ctrl.bytes, 0x47494e4du); /* memfd: "GINM", pid, fd, size */
+    gin_le_put32(p.ctrl.bytes + 4, (uint32_t)p.pid);
+    gin_le_put32(p.ctrl.bytes + 8, (uint32_t)(7 + r));
+    gin_le_put64(p.ctrl.bytes + 16, 4096);
+    gin_peer_rec_encode(&p, t + (size_t)r * GIN_PEER_REC_BYTES);
+  }
+}
+
+static int comm_peer(void) {
+  const char *fz = "fuzz_comm_peer";
+  static uint8_t t[8 * GIN_PEER_REC_BYTES + 1], bad[8 * GIN_PEER_REC_BYTES + 1];
+  const size_t B = GIN_PEER_REC_BYTES;
+  int rc = 0;
+  /* Every job size the prefix allows; why of 63 bytes. */
+  for (int n = 1; n <= 8; n++) {
+    char name[32];
+    uint8_t pre = (uint8_t)((n - 1) | 7 << 4);
+    peer_job(n, t);
+    snprintf(name, sizeof name, "ok_%d_ranks", n);
+    rc |= put(fz, name, &pre, 1, t, (size_t)n * B);
+  }
+  uint8_t p4 = 3 | 7 << 4, p4none = 3, p4short = 3 | 1 << 4, p5 = 4 | 7 << 4;
+  size_t len = 4 * B;
+  peer_job(4, t);
+  rc |= put(fz, "ok_4_ranks_no_why", &p4none, 1, t, len);
+  rc |= put(fz, "truncated", &p4, 1, t, len - 1);
+  rc |= put(fz, "too_long", &p4, 1, t, len + 1);
+  rc |= put(fz, "one_record_short", &p4, 1, t, len - B);
+  rc |= put(fz, "empty", &p4, 1, t, 0);
+  rc |= put(fz, "other_job_size", &p5, 1, t, len);
+  /* A host id of the most characters (95), one empty; opaque fields all
+   * ones (device identity and handle are the target's to judge). */
+  gin_peer_info_t p;
+  memcpy(bad, t, len);
+  memset(&p, 0, sizeof p);
+  memset(p.hostid, 'h', GIN_HOSTID_BYTES - 1);
+  p.pid = 0x7fffffff, p.rank = 2, p.watch = 1;
+  memset(p.dev.bytes, 0xff, sizeof p.dev.bytes);
+  memset(p.ctrl.bytes, 0xff, sizeof p.ctrl.bytes);
+  gin_peer_rec_encode(&p, bad + 2 * B);
+  memset(bad + 3 * B, 0, GIN_HOSTID_BYTES);
+  rc |= put(fz, "ok_long_and_empty_host_ids", &p4, 1, bad, len);
+  memcpy(bad, t, len);
+  gin_le_put32(bad + 2 * B + GIN_PEER_REC_RANK, 3);
+  rc |= put(fz, "slot_names_other_rank", &p4, 1, bad, len);
+  memcpy(bad, t, len);
+  gin_le_put32(bad + 1 * B + GIN_PEER_REC_RANK, 0xffffffffu);
+  rc |= put(fz, "rank_negative", &p4, 1, bad, len);
+  memcpy(bad, t, len);
+  memset(bad + 3 * B, 'x', GIN_HOSTID_BYTES);
+  rc |= put(fz, "host_id_unterminated", &p4, 1, bad, len);
+  rc |= put(fz, "host_id_unterminated_short_why", &p4short, 1, bad, len);
+  gin_le_put32(bad + 3 * B + GIN_PEER_REC_RANK, 0); /* the rank first */
+  rc |= put(fz, "host_id_unterminated_wrong_rank", &p4, 1, bad, len);
+  memcpy(bad, t, len);
+  bad[1 * B + GIN_HOSTID_BYTES - 1] = 'x';
+  rc |= put(fz, "host_id_bytes_after_end", &p4, 1, bad, len);
+  memcpy(bad, t, len);
+  gin_le_put32(bad + 0 * B + GIN_PEER_REC_PID, 0);
+  rc |= put(fz, "pid_zero", &p4, 1, bad, len);
+  gin_le_put32(bad + 0 * B + GIN_PEER_REC_PID, 0x80000000u);
+  rc |= put(fz, "pid_negative", &p4, 1, bad, len);
+  memcpy(bad, t, len);
+  gin_le_put32(bad + 2 * B + GIN_PEER_REC_WATCH, 2);
+  rc |= put(fz, "watch_flag_2", &p4, 1, bad, len);
+  memcpy(bad, t, len);
+  gin_le_put32(bad + 3 * B + GIN_PEER_REC_PAD, 1);
+  rc |= put(fz, "padding_set", &p4, 1, bad, len);
+  return rc;
+}
+
+/* The registration records of a window of `size` bytes in slot `slot` of
+ * kind `kind` in a job of n ranks (n <= 8): rank r's at offset
+ * (r % 3) * 64 of an allocation (r % 2) * 64 bytes longer than that. */
+static void win_job(int n, uint32_t slot, uint32_t kind, uint64_t size,
+                    uint8_t *t) {
+  for (int r = 0; r < n; r++) {
+    gin_win_rec_t w;
+    memset(&w, 0, sizeof w);
+    w.slot = slot, w.host_kind = kind, w.size = size;
+    w.offset = (uint64_t)(r % 3) * 64;
+    w.alloc_size = w.offset + size + (uint64_t)(r % 2) * 64;
+    gin_le_put32(w.handle.bytes, 0x47494e4du); /* memfd: "GINM", pid, fd */
+    gin_le_put32(w.handle.bytes + 4, (uint32_t)(4000 + r));
+    gin_le_put32(w.handle.bytes + 8, (uint32_t)(20 + r));
+    gin_le_put64(w.handle.bytes + 16, w.alloc_size);
+    gin_win_rec_encode(&w, t + (size_t)r * GIN_WIN_REC_BYTES);
+  }
+}
+
+/* Sets rank r's 64-bit field at off in records t. */
+static void win_put64(uint8_t *t, int r, size_t off, uint64_t v) {
+  gin_le_put64(t + (size_t)r * GIN_WIN_REC_BYTES + off, v);
+}
+static void win_put32(uint8_t *t, int r, size_t off, uint32_t v) {
+  gin_le_put32(t + (size_t)r * GIN_WIN_REC_BYTES + off, v);
+}
+
+static int window_reg(void) {
+  const char *fz = "fuzz_window_reg";
+  static uint8_t t[8 * GIN_WIN_REC_BYTES + 1];
+  const size_t B = GIN_WIN_REC_BYTES;
+  int rc = 0;
+  /* Every job size the prefix allows, a table of 4 slots, why of 168
+   * bytes: slot n % 4, memory kind n % 2 (an internal window of host
+   * memory when 1). */
+  for (int n = 1; n <= 8; n++) {
+    char name[32];
+    uint8_t pre[2] = {(uint8_t)((n - 1) | 7 << 4), 0};
+    win_job(n, (uint32_t)n % 4, (uint32_t)n % 2, 1024, t);
+    snprintf(name, sizeof name, "ok_%d_ranks", n);
+    rc |= put(fz, name, pre, 2, t, (size_t)n * B);
+  }
+  uint8_t p4[2] = {3 | 7 << 4, 0}, p4none[2] = {3, 0};
+  uint8_t p4short[2] = {3 | 1 << 4, 0}, p5[2] = {4 | 7 << 4, 0};
+  uint8_t p4w64[2] = {3 | 7 << 4, 2}, p4w65536[2] = {3 | 7 << 4, 3};
+  size_t len = 4 * B;
+  win_job(4, 1, 0, 1024, t);
+  rc |= put(fz, "ok_4_ranks_no_why", p4none, 2, t, len);
+  rc |= put(fz, "truncated", p4, 2, t, len - 1);
+  rc |= put(fz, "too_long", p4, 2, t, len + 1);
+  rc |= put(fz, "one_record_short", p4, 2, t, len - B);
+  rc |= put(fz, "empty", p4, 2, t, 0);
+  rc |= put(fz, "other_job_size", p5, 2, t, len);
+  /* The window filling its allocation exactly (offset 64 + 4032 bytes). */
+  win_job(4, 3, 0, 4032, t);
+  for (int r = 0; r < 4; r++)
+    win_put64(t, r, GIN_WIN_REC_ALLOC, (uint64_t)(r % 3) * 64 + 4032);
+  rc |= put(fz, "ok_exact_fit_last_slot", p4, 2, t, len);
+  win_put64(t, 1, GIN_WIN_REC_ALLOC, 64 + 4031);
+  rc |= put(fz, "past_end_by_one", p4, 2, t, len);
+  /* The last slot of the largest table; huge windows (arithmetic only). */
+  win_job(4, 65535, 0, 1ull << 62, t);
+  rc |= put(fz, "ok_slot_65535_huge", p4w65536, 2, t, len);
+  win_put64(t, 2, GIN_WIN_REC_OFFSET, ~0ull - 63); /* offset + size wraps */
+  win_put64(t, 2, GIN_WIN_REC_ALLOC, ~0ull);
+  rc |= put(fz, "offset_plus_size_wraps", p4w65536, 2, t, len);
+  win_job(4, 1, 0, 1024, t);
+  win_put64(t, 3, GIN_WIN_REC_OFFSET, 8192); /* past its allocation */
+  rc |= put(fz, "offset_past_allocation", p4, 2, t, len);
+  win_job(4, 1, 0, 1024, t);
+  win_put32(t, 2, 0, (uint32_t)GIN_ERR_AGAIN); /* no free slot there */
+  win_put32(t, 2, GIN_WIN_REC_SLOT, 4);
+  rc |= put(fz, "rank_failed_no_slot", p4, 2, t, len);
+  rc |= put(fz, "rank_failed_short_why", p4short, 2, t, len);
+  win_job(4, 1, 0, 1024, t);
+  win_put32(t, 0, 0, 12345); /* not a gin result */
+  rc |= put(fz, "rank0_failed_unknown_status", p4, 2, t, len);
+  win_job(4, 1, 0, 1024, t);
+  win_put64(t, 3, GIN_WIN_REC_SIZE, 2048);
+  rc |= put(fz, "sizes_differ", p4, 2, t, len);
+  win_job(4, 1, 0, 1024, t);
+  win_put32(t, 1, GIN_WIN_REC_SLOT, 2);
+  rc |= put(fz, "slots_differ", p4, 2, t, len);
+  win_job(4, 1, 0, 1024, t);
+  win_put32(t, 2, GIN_WIN_REC_KIND, 1);
+  rc |= put(fz, "kinds_differ", p4, 2, t, len);
+  win_job(4, 1, 2, 1024, t);
+  rc |= put(fz, "kind_2", p4, 2, t, len);
+  win_job(4, 1, 0, 1024, t);
+  win_put32(t, 1, GIN_WIN_REC_PAD, 0x100);
+  rc |= put(fz, "padding_set", p4, 2, t, len);
+  win_job(4, 4, 0, 1024, t);
+  rc |= put(fz, "slot_out_of_range", p4, 2, t, len);
+  win_job(4, 64, 0, 1024, t);
+  rc |= put(fz, "slot_out_of_range_64", p4w64, 2, t, len);
+  win_job(4, 1, 0, 0, t);
+  rc |= put(fz, "size_zero", p4, 2, t, len);
+  return rc;
+}
+
 static int watch_msg(void) {
   const char *fz = "fuzz_watch_msg";
   /* nranks 4 (3 + 1), the link's peer rank 1 */
@@ -400,7 +586,7 @@ int main(int argc, char **argv) {
   root = argv[1];
   if (mkdir(root, 0755) && errno != EEXIST) return 1;
   if (bs_hello() || bs_reply() || bs_coll() || tcp_hello() || tcp_header() ||
-      tcp_entries() || watch_msg()) {
+      tcp_entries() || watch_msg() || comm_peer() || window_reg()) {
     perror("gen_corpus");
     return 1;
   }

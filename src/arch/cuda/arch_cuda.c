@@ -127,6 +127,9 @@ int gin_arch_can_map(const gin_arch_devinfo_t *self,
   cuda_devinfo_t a, b;
   memcpy(&a, self->bytes, sizeof a);
   memcpy(&b, peer->bytes, sizeof b);
+  /* The peer's bus id came from the all-gather: read it as a string only
+   * within its field (a real one is about 13 characters). */
+  b.busid[sizeof b.busid - 1] = '\0';
   if (memcmp(a.uuid, b.uuid, sizeof a.uuid) == 0) return 1;
   int mine = -1, theirs = -1, ok = 0;
   if (cudaGetDevice(&mine) != cudaSuccess) return 0;
