@@ -65,7 +65,8 @@ log "build $(date -u +%FT%TZ)"
 if [ "${MODE:-all}" != lat ]; then
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_FLAGS=-lineinfo \
-  >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 >>"$OUT/build.log" 2>&1 \
+  >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 ${CHECK_QUICK:+--target ginrun \
+  test_ep_cuda conformance_cuda abort_cuda fault_cuda} >>"$OUT/build.log" 2>&1 \
   || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
 # The same benchmarks without device-side argument checks.
 if [ -z "${CHECK_QUICK:-}" ]; then
