@@ -19,14 +19,14 @@ X=/tmp/exp-tree
 exp_copy() {
   local root=$PWD
   rm -rf $X && mkdir -p $X && tar --exclude='./build*' -cf - . | tar -xf - -C $X &&
-    (cd $X && patch -p1 < "$root/$EXP" >/dev/null) || log "experiment patch failed"
+    (cd $X && patch -p1 < "$root/$EXP" >/dev/null) || { log "experiment patch failed"; return 1; }
 }
 exp_build() { # build dir, cmake options (one word list), targets...
   local dir=$1 opts=$2
   shift 2
   # shellcheck disable=SC2086 # opts is a list of options
   (cd $X && cmake -S . -B "$dir" $opts -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-    cmake --build "$dir" -j 16 --target "$@" >/dev/null 2>&1) || log "experiment build failed ($dir)"
+    cmake --build "$dir" -j 16 --target "$@" >/dev/null 2>&1) || { log "experiment build failed ($dir)"; return 1; }
 }
 
 nvidia-smi -L | tee "$OUT/gpu.txt"
@@ -66,7 +66,7 @@ if [ "${MODE:-all}" != lat ]; then
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_FLAGS=-lineinfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 ${CHECK_QUICK:+--target ginrun \
-  test_ep_cuda conformance_cuda abort_cuda fault_cuda} >>"$OUT/build.log" 2>&1 \
+  test_ep_cuda conformance_cuda abort_cuda fault_cuda gate_cuda} >>"$OUT/build.log" 2>&1 \
   || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
 # The same benchmarks without device-side argument checks.
 if [ -z "${CHECK_QUICK:-}" ]; then
@@ -337,7 +337,8 @@ if [ "${MODE:-all}" = check ]; then
   # conformance and EP suites, 2 ranks; each rank's summary line is kept.
   if [ -n "${RACECHECK:-}" ]; then
     for t in conformance:$T/conformance_cuda ep:$E/test_ep_cuda; do
-      run racecheck_${t%%:*}_2 $R -n 2 --timeout 280 compute-sanitizer --tool racecheck --error-exitcode 9 ${t#*:}
+      # (racecheck slows kernels a lot: a longer timeout for the waits)
+      run racecheck_${t%%:*}_2 env GIN_TIMEOUT_MS=120000 $R -n 2 --timeout 280 compute-sanitizer --tool racecheck --error-exitcode 9 ${t#*:}
       grep -h "RACECHECK SUMMARY" "$OUT/racecheck_${t%%:*}_2.log" | tee -a "$OUT/summary.txt"
     done
   fi

@@ -373,8 +373,9 @@ int main(int argc, char **argv) {
   }
   if (hosts > 0) { /* this rank's group is its host (ginrun sets GIN_RANK) */
     const char *r = getenv("GIN_RANK");
+    TASSERT(r != NULL, "--hosts needs GIN_RANK (run it under ginrun)");
     char id[64];
-    snprintf(id, sizeof id, "soak-host-%d", (r ? atoi(r) : 0) / hosts);
+    snprintf(id, sizeof id, "soak-host-%d", atoi(r) / hosts);
     setenv("GIN_HOSTID", id, 1);
   }
   if (rounds <= 0 && seconds <= 0) rounds = 50;

@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
@@ -358,11 +359,14 @@ static int knock(const uint8_t *entry, const void *bytes, size_t len) {
   return fd;
 }
 
+/* Whether the peer closed fd within 5 s (EOF or a reset; a timeout or
+ * data is not a close). */
 static int closed_by_peer(int fd) {
   struct timeval tv = {5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   char b;
-  return recv(fd, &b, 1, 0) <= 0;
+  ssize_t n = recv(fd, &b, 1, 0);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 static void sc_bad_hellos(rank_ctx_t *r) {

@@ -110,6 +110,13 @@ static double bw_raw_us(const bw_args_t *a, int blocks, int reps) {
   return med;
 }
 
+/* Whether rank 0's peer (rank 1) is on the direct path (bw_raw needs its
+ * window mapped here). */
+static int bw_peer_direct(const perf_env_t *env) {
+  int path = (int)((env->dc.path_inline >> 8) & 0x7f);
+  return path == GIN_PATH_DIRECT || path == GIN_PATH_SELF;
+}
+
 /* One timed run; returns rank 0's ns (0 elsewhere). */
 static uint64_t bw_once(perf_env_t *env, bw_args_t *a, int blocks,
                         int threads) {
@@ -134,6 +141,11 @@ void perf_bw(perf_env_t *env, int bidir) {
             "%s: %d blocks, each up to %d puts to distinct destinations "
             "(as many as the window holds), %d contexts, median of %d",
             test, o->blocks, most, env->dc.nctx, o->reps);
+  if (o->raw && !bidir)
+    perf_note(env,
+              "bw_raw: the same copies by a kernel with no library "
+              "call, timed on the host (launch to sync)%s",
+              bw_peer_direct(env) ? "" : "; skipped: the peer is not direct");
   size_t data = env->win_bytes - PERF_DATA;
   for (size_t bytes = o->b; bytes <= o->e;
        bytes = perf_next_size(bytes, o->f)) {
@@ -169,7 +181,7 @@ void perf_bw(perf_env_t *env, int bidir) {
     r.floor_value = cgbps;
     r.ratio = r.gbps > 0 ? r.gbps / cgbps : -1;
     perf_emit(env, &r);
-    if (o->raw && !bidir) {
+    if (o->raw && !bidir && bw_peer_direct(env)) {
       double us = bw_raw_us(&a, o->blocks, reps);
       perf_row_t q = perf_row("bw_raw", "block", bytes);
       q.median_us = us;
