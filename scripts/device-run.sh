@@ -267,6 +267,7 @@ if [ "${MODE:-all}" = check ]; then
   run ep_badinput_3 $R -n 3 --timeout 60 $E/test_ep_badinput_cuda
   run ep_hello_4 $R -n 4 --timeout 60 build-dev/gin_ep_hello_cuda
   run soak_cuda_4 $R -n 4 --timeout 60 build-dev/tests/soak/soak_cuda --seconds 5
+  run ep_soak_cuda_4 $R -n 4 --timeout 60 $E/test_ep_cuda --seconds 5
   }
   # EXP=patch EXP_WHAT=ep: the EP benchmark of this tree and of a copy
   # with the patch applied, alternating, at 2 / 4 / 8 ranks and EP_EXTRA

@@ -6,6 +6,7 @@
 #ifndef GIN_TEST_COMMON_H
 #define GIN_TEST_COMMON_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,34 @@ GIN_HD_FN unsigned char test_byte(int tag, int s, int k, size_t i) {
   return (unsigned char)(test_mix(((uint64_t)tag << 56) ^ ((uint64_t)s << 40) ^
                                   ((uint64_t)k << 32) ^ (i >> 3)) >>
                          ((i & 7) * 8));
+}
+
+/* A field of /proc/self/status in bytes (VmRSS, RssAnon), -1 if absent
+ * (host code: the soak and EP soak's memory samples). */
+static inline long long test_status_bytes(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t n = strlen(field);
+  long long kb = -1;
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n) && line[n] == ':' &&
+        sscanf(line + n + 1, "%lld", &kb) == 1)
+      break;
+  fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Open descriptors of this process, -1 if /proc is not there. */
+static inline int test_fd_count(void) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  int n = 0;
+  if (!d) return -1;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n - 1; /* the directory's own fd */
 }
 
 /* Skips (exit 77) on the cuda target when no GPU is present. */

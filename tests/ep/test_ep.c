@@ -14,7 +14,13 @@
  *   ginrun -n N test_ep_cuda      (cuda target)
  * Results are agreed over the bootstrap network; exit 0 pass, 1 fail,
  * 77 skip (no GPU on the cuda target).
+ *   test_ep --seconds S   a soak: the case list again and again with new
+ * inputs each pass (the buffers reused), until S seconds passed on rank 0;
+ * the descriptor count must not change after the first pass and
+ * anonymous memory must grow by less than 16 MiB.
  */
+#include <time.h>
+
 #include "ep_ref.h"
 #include "gin/gin_ep.h"
 #include "test_common.h"
@@ -261,7 +267,7 @@ static void run_step(ctx_t *c, ep_buf_t *b, const ep_case_t *cs, int step,
     }
 }
 
-static void run_case(ctx_t *c, int ci) {
+static void run_case(ctx_t *c, int ci, int pass) {
   const ep_case_t *cs = &cases[ci];
   char name[80];
   int hidden = cs->hidden;
@@ -277,7 +283,8 @@ static void run_case(ctx_t *c, int ci) {
   memset(&first, 0, sizeof first);
   int first_step = -1;
   for (int s = 0; s < STEPS; s++) {
-    uint64_t seed = test_mix((uint64_t)(ci + 1) * 1000003u + (uint64_t)s);
+    uint64_t seed = test_mix((uint64_t)(ci + 1) * 1000003u + (uint64_t)s +
+                             (uint64_t)pass * 0x9e3779b97f4a7c15ull);
     run_step(c, b, cs, s, seed, &res);
     if (res.status && first_step < 0) {
       first = res;
@@ -299,8 +306,9 @@ static void run_case(ctx_t *c, int ci) {
     fatal |= all[r] == 2;
   }
   free(all);
-  if (c->rank == 0)
-    printf("%-34s %s (%d ranks)\n", name, nbad ? "FAIL" : "ok", c->nranks);
+  if (c->rank == 0 && (pass == 0 || nbad))
+    printf("%-34s %s (%d ranks)%s\n", name, nbad ? "FAIL" : "ok", c->nranks,
+           pass ? " (soak pass)" : "");
   fflush(stdout);
   if (nbad) c->failed = 1;
   if (fatal) { /* an API error: the buffers are out of step */
@@ -309,7 +317,32 @@ static void run_case(ctx_t *c, int ci) {
   }
 }
 
-int main(void) {
+static double ep_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#define EP_SOAK_ANON_BOUND (16ll << 20)
+/* Under ASan freed memory sits in its quarantine (up to 256 MiB), so
+ * anonymous memory grows without a leak; LeakSanitizer checks leaks at
+ * exit there instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define EP_SOAK_ANON_CHECK 0
+#else
+#define EP_SOAK_ANON_CHECK 1
+#endif
+
+int main(int argc, char **argv) {
+  double seconds = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+      seconds = atof(argv[++i]);
+    else {
+      fprintf(stderr, "usage: test_ep [--seconds S]\n");
+      return 2;
+    }
+  }
   test_require_device();
   ctx_t c;
   memset(&c, 0, sizeof c);
@@ -329,8 +362,36 @@ int main(void) {
   c.inputs = (ep_ref_input_t *)calloc((size_t)c.nranks, sizeof *c.inputs);
   TASSERT(c.h_y && c.h_out && c.h_want && c.inputs, "out of memory");
 
-  for (int ci = 0; ci < NCASES; ci++)
-    run_case(&c, ci);
+  double t0 = ep_now_s();
+  int passes = 0, fd0 = -1, fd1 = -1, more = 1;
+  long long anon0 = -1, anon1 = -1;
+  while (more && !c.failed) {
+    for (int ci = 0; ci < NCASES; ci++)
+      run_case(&c, ci, passes);
+    passes++;
+    if (passes == 1) { /* buffers and caches exist from here on */
+      fd0 = test_fd_count();
+      anon0 = test_status_bytes("RssAnon");
+    }
+    fd1 = test_fd_count();
+    anon1 = test_status_bytes("RssAnon");
+    /* Rank 0 decides whether there is another pass. */
+    more = seconds > 0 && ep_now_s() - t0 < seconds;
+    int *all = (int *)calloc((size_t)c.nranks, sizeof(int));
+    TASSERT(all, "out of memory");
+    TCHECK(gin_comm_allgather(c.comm, &more, all, sizeof(int)));
+    more = all[0];
+    free(all);
+  }
+  if (seconds > 0) {
+    int leak = fd1 != fd0 || (EP_SOAK_ANON_CHECK && anon0 >= 0 &&
+                              anon1 - anon0 >= EP_SOAK_ANON_BOUND);
+    printf("rank %d: %d passes of %d cases, fds %d -> %d, anon %lld -> %lld "
+           "KiB%s\n",
+           c.rank, passes, NCASES, fd0, fd1, anon0 >> 10, anon1 >> 10,
+           leak ? " LEAK" : "");
+    if (leak) c.failed = 1;
+  }
 
   for (int i = 0; i < c.nbufs; i++) {
     TCHECK(gin_ep_destroy(c.bufs[i].ep));

@@ -296,32 +296,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* A field of /proc/self/status in bytes (VmRSS, RssAnon), -1 if absent. */
-static long long status_bytes(const char *field) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  size_t n = strlen(field);
-  long long kb = -1;
-  if (!f) return -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, field, n) && line[n] == ':' &&
-        sscanf(line + n + 1, "%lld", &kb) == 1)
-      break;
-  fclose(f);
-  return kb < 0 ? -1 : kb * 1024;
-}
-
-static int fd_count(void) {
-  DIR *d = opendir("/proc/self/fd");
-  struct dirent *e;
-  int n = 0;
-  if (!d) return -1;
-  while ((e = readdir(d)) != NULL)
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n - 1; /* the directory's own fd */
-}
-
 typedef struct result {
   uint64_t bad[5]; /* ST_HDR_BAD .. ST_RC_BAD */
   uint64_t ops, bytes, first[7];
@@ -331,8 +305,8 @@ typedef struct result {
 
 /* Records fds and memory as the first (round 0) or the latest sample. */
 static void sample_now(result_t *res, int first) {
-  int64_t rss = status_bytes("VmRSS"), anon = status_bytes("RssAnon");
-  int fds = fd_count();
+  int64_t rss = test_status_bytes("VmRSS"), anon = test_status_bytes("RssAnon");
+  int fds = test_fd_count();
   if (first) {
     res->rss0 = rss;
     res->anon0 = anon;
