@@ -23,7 +23,6 @@
  */
 #include "test_common.h"
 
-#include <dirent.h>
 #include <time.h>
 
 #define MAX_RANKS 64

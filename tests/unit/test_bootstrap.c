@@ -11,7 +11,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -28,6 +27,7 @@
 #include "core/net.h"
 #include "gin/gin.h"
 
+#include "test_common.h"
 #include "unit_check.h"
 
 static uint64_t now_ms(void) {
@@ -642,17 +642,6 @@ static void test_silent_client(void) {
   wait_ok(p1, "rank 1 after the silent client");
 }
 
-/* Open descriptors of this process. */
-static int count_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  int n = 0;
-  if (!d) return -1;
-  while (readdir(d))
-    n++;
-  closedir(d);
-  return n;
-}
-
 /* A flood of connections before the real ranks: FLOOD clients (three
  * times the root's pending table), every fourth sending garbage, the
  * others nothing. The root answers or drops each (the oldest silent ones
@@ -661,7 +650,7 @@ static int count_fds(void) {
  * descriptor behind. */
 #define FLOOD 192
 static void test_flood(void) {
-  int fds0 = count_fds();
+  int fds0 = test_fd_count();
   job_arg_t a = {.nranks = 2};
   CHECK(gin_bs_root_start(2, "127.0.0.1", 0, test_secret, 20000, &a.uid) ==
             GIN_SUCCESS,
@@ -698,10 +687,10 @@ static void test_flood(void) {
         FLOOD / 4);
   /* At most as many as before (an earlier test's root thread may still
    * have been closing its sockets when fds0 was taken). */
-  int fds = count_fds();
+  int fds = test_fd_count();
   for (uint64_t end = now_ms() + 3000; fds > fds0 && now_ms() < end;) {
     usleep(20000);
-    fds = count_fds();
+    fds = test_fd_count();
   }
   CHECK(fds <= fds0, "descriptors: %d before the flood, %d after", fds0, fds);
 }
