@@ -653,6 +653,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                        "tokens for local expert %llu, outside [0, max_tokens "
                        "%llu]; nothing was copied",
                        r, peer, id, exp, a0);
+    if (a1 == 3)
+      return GIN_ERROR(GIN_ERR_REMOTE,
+                       "rank %d: EP dispatch receive: rank %lld's message for "
+                       "local expert %llu names token %lld and top-k slot %llu "
+                       "(max_tokens %llu, top-k of this buffer), or a payload "
+                       "in its window, which is not mapped here; nothing more "
+                       "was copied",
+                       r, peer, exp, id, seen, a0);
     if (a1 == 0)
       return GIN_ERROR(GIN_ERR_INVALID,
                        "rank %d: EP dispatch: topk_idx[%lld][%llu] = %lld is "

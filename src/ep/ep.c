@@ -24,11 +24,18 @@ struct gin_ep {
   uint64_t *scratch; /* [E + 1 + L] dispatch counters, zero between
                         launches */
   int near;          /* ranks on this rank's device, itself included */
+  int pull;          /* GIN_EP_PULL when created */
   int set_next;      /* buffer set of the next dispatch */
   int set_cur;       /* buffer set of the last completed dispatch, -1 none */
   int last_T;
   int dispatch_sent, combine_sent; /* send phase issued, receive not yet */
 };
+
+GIN_PARAM_INT(param_ep_pull, "EP_PULL", 1,
+              "1: an EP dispatch receiver copies each row straight from the "
+              "sender's window where it is mapped (one copy); 0: senders put "
+              "every row into the receiver's window and it is copied from "
+              "there (two)");
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -66,7 +73,7 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
   g->msg = align_up(GIN_EP_HEADER + payload, 16);
   size_t off = 0;
   g->off_send = off;
-  off = align_up(off + (size_t)g->M * g->msg, 256);
+  off = align_up(off + 2 * (size_t)g->M * g->msg, 256);
   g->off_recv = off;
   off = align_up(off + 2 * (size_t)g->L * g->R * g->M * g->msg, 256);
   g->off_csend = off;
@@ -171,6 +178,7 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->cfg = *cfg;
   ep->g = g;
   ep->set_cur = -1;
+  ep->pull = param_ep_pull() != 0;
   const char *why = "";
   res = gin_ep_kernels_load(&why) == GIN_SUCCESS
             ? gin_mem_alloc(g.win_bytes, &ep->mem)
@@ -254,6 +262,7 @@ static void args_make(gin_ep_t ep, int set, int T, gin_ep_args_t *a) {
   a->src_k = ep->src_k;
   a->scratch = ep->scratch;
   a->near = ep->near;
+  a->pull = ep->pull;
 }
 
 gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,

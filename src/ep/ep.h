@@ -2,14 +2,21 @@
  * EP internals shared by the host side (ep.c, C) and the kernels
  * (ep_kernels.c, built as C for the host target and as CUDA for the cuda
  * target). One window per buffer holds, at symmetric offsets:
- *   send   [M] messages             (dispatch sources: one payload per
- *                                     token, cast once; headers unused)
+ *   send   [2][M] messages          (dispatch sources, two sets: one
+ *                                     payload per token, cast once;
+ *                                     headers unused)
  *   recv   [2][L][R][M] messages    (dispatch arrivals, two sets)
  *   csend  [L][R * M][H] bf16       (combine sources)
  *   crecv  [2][M][K][H] bf16        (combine arrivals, two sets)
- * A received message: int32 token, top-k slot (one 8-byte put), 8 bytes
- * unused; then the payload
- * (fp8 bytes [H] + fp32 scales [H / 128], or bf16 [H]), padded to 16.
+ * A received message: int32 token, top-k slot with GIN_EP_PULLED (one
+ * 8-byte put), 8 bytes unused; then the payload (fp8 bytes [H] + fp32
+ * scales [H / 128], or bf16 [H]), padded to 16. A sender whose path to
+ * the receiver is direct (its window mapped there) sends the header alone
+ * and sets GIN_EP_PULLED: the receiver copies the payload straight from
+ * the sender's send slot (one copy in all, not two). The send slots have
+ * two sets so that a slot is rewritten only after every receiver is done
+ * with it (ep.c: the dispatch after next, which waits for every rank's
+ * signals of the dispatch between, sent after their receives).
  * A token's slot at an expert is the number of earlier tokens of its
  * rank routed there, so arrivals sit in token order.
  * Signals: dispatch (set, local expert, source) at the expert's rank,
@@ -23,6 +30,8 @@
 #include "gin/gin_ep.h"
 
 #define GIN_EP_HEADER 16
+/* In a header's top-k word: the payload stayed in the sender's window. */
+#define GIN_EP_PULLED 0x80000000u
 
 typedef struct gin_ep_geom {
   int R, L, E, M, K, H, fp8, me;
@@ -38,6 +47,7 @@ typedef struct gin_ep_args {
   int set, T;
   int split;  /* dispatch receive: units per local expert (launcher's) */
   int near;   /* ranks sharing this rank's device, itself included */
+  int pull;   /* dispatch send: let mapped receivers copy from here */
   char *base; /* this rank's window (device view) */
   const uint16_t *x;
   const int32_t *topk;
@@ -67,8 +77,8 @@ gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream);
 }
 #endif
 
-GIN_HD_FN size_t gin_ep_send_off(const gin_ep_geom_t *g, int t) {
-  return g->off_send + (size_t)t * g->msg;
+GIN_HD_FN size_t gin_ep_send_off(const gin_ep_geom_t *g, int set, int t) {
+  return g->off_send + ((size_t)set * (size_t)g->M + (size_t)t) * g->msg;
 }
 GIN_HD_FN size_t gin_ep_recv_off(const gin_ep_geom_t *g, int set, int le,
                                  int src, int slot) {

@@ -68,13 +68,15 @@ GIN_DEVICE_FN int ep_slot(const gin_ep_args_t *a, int t, int e) {
 
 /* Sends token t (one block): its warps cast the row once into its send
  * slot (the row's groups split over the warps), then warp w puts the
- * (token, k) header and the payload for top-k slots w, w + warps, ... to
- * the token's slot at the expert's rank and counts the token there. */
+ * (token, k) header for top-k slots w, w + warps, ... to the token's slot
+ * at the expert's rank, with the payload unless that rank copies it from
+ * here (args.pull and a direct path: GIN_EP_PULLED in the header), and
+ * counts the token there. */
 GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
   const gin_ep_geom_t *g = &a->g;
   const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
-  size_t soff = gin_ep_send_off(g, t);
+  size_t soff = gin_ep_send_off(g, a->set, t);
   int w = ep_warp_in_block(), nw = ep_warps_per_block();
   gin_ep_pack_payload(a->x + (size_t)t * (size_t)g->H, g->H, g->fp8,
                       a->base + soff + GIN_EP_HEADER, EP_WARP, w, nw);
@@ -83,12 +85,16 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
   for (int k = w; k < g->K && rc == GIN_SUCCESS; k += nw) {
     int e = a->topk[(size_t)t * (size_t)g->K + (size_t)k];
     if (e < 0) continue;
-    int dst = e / g->L, ctx = dst % dc->nctx;
+    int dst = e / g->L, ctx = dst % dc->nctx, path = gin_dev_path_(dc, dst);
+    uint32_t pulled =
+        a->pull && (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF)
+            ? GIN_EP_PULLED
+            : 0;
     size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, ep_slot(a, t, e));
     rc = gin_put_value(dc, ctx, world, dst, a->win, roff,
-                       (uint64_t)(uint32_t)t | (uint64_t)k << 32, 8,
+                       (uint64_t)(uint32_t)t | (uint64_t)(k | pulled) << 32, 8,
                        gin_remote_none(), EP_WARP);
-    if (rc == GIN_SUCCESS)
+    if (rc == GIN_SUCCESS && !pulled)
       rc = gin_put(dc, ctx, world, dst, a->win, roff + GIN_EP_HEADER, a->win,
                    soff + GIN_EP_HEADER, g->msg - GIN_EP_HEADER,
                    gin_remote_none(), gin_local_none(), EP_WARP);
@@ -161,18 +167,51 @@ GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
   return GIN_SUCCESS;
 }
 
+/* Where the payload of received message m (source r, local expert le)
+ * is: after its header, or, when the sender set GIN_EP_PULLED, in the
+ * sender's send slot of the token, read through rb (source r's window as
+ * mapped here, NULL if not). One warp, every lane with the same message;
+ * NULL after recording the error (a header no correct sender writes: a
+ * token or top-k slot out of range, a pull from a window not mapped here;
+ * or, before a pull, an aborted communicator: its peers may be gone). *h
+ * gets the header. */
+GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
+                                     const char *rb, int r, int le,
+                                     uint32_t *h) {
+  const gin_devcomm_t *dc = &a->dc;
+  memcpy(h, m, 8);
+  int pulled = (h[1] & GIN_EP_PULLED) != 0;
+  uint32_t k = h[1] & ~GIN_EP_PULLED;
+  /* The token and slot go back to the source in combine: checked here. */
+  if (h[0] >= (uint32_t)a->g.M || k >= (uint32_t)a->g.K || (pulled && !rb)) {
+    gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
+                  (uint64_t)le, k, (uint64_t)a->g.M, 3);
+    return NULL;
+  }
+  if (!pulled) return m + GIN_EP_HEADER;
+  if (gin_coop_any(EP_WARP, gin_dev_shut_(dc))) {
+    gin_dev_shut_fail_(dc, r);
+    return NULL;
+  }
+  return rb + gin_ep_send_off(&a->g, a->set, (int)h[0]) + GIN_EP_HEADER;
+}
+
 /* Receive phase: the work of local expert le is split into args.split
  * units (le, u), unit i = le * split + u; block b takes units b, b + grid,
  * ... A unit takes the sources EP_RECV_SOURCES at a time: thread i waits
  * for source i's count and puts it in the block's array, then the warps
  * copy tokens u, u + split, ... (in warp strides) of every source into the
- * outputs, sources in rank order; unit 0 writes the layout and the count.
- * With one unit per expert the waiting thread moves its shadow; with
- * several, the last unit of the expert to finish (counted in
- * scratch[E + 1 + le]) moves them all, once nobody reads them any more. */
+ * outputs (from the arrived message, or from the source's window:
+ * ep_payload), sources in rank order; unit 0 writes the layout and the
+ * count. With one unit per expert the waiting thread moves its shadow;
+ * with several, the last unit of the expert to finish (counted in
+ * scratch[E + 1 + le]) moves them all, once nobody reads them any more. A
+ * warp that fails stops copying; its block returns at the next barrier
+ * (errors are recorded on the communicator, which is then aborted). */
 GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
   /* Two halves in turn: threads still copying from one part's counts
    * while others fill the next part's are on the other half; the part
    * after that waits at the next part's barrier, which they reach only
@@ -180,29 +219,36 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   GIN_BLOCK_ARRAY(int, counts, 2 * EP_RECV_SOURCES);
   int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP, turn = 0;
   int lane = ep_lane(), nl = gin_coop_size(EP_WARP), split = args.split;
-  int wstride = ep_warps_per_block() * split;
+  int wstride = ep_warps_per_block() * split, bad = 0;
   for (int unit = gin_block_idx(); unit < g->L * split;
        unit += gin_grid_dim()) {
     int le = unit / split, u = unit % split, off = 0;
     int32_t *lay = args.r.layout + (size_t)le * (size_t)g->R * 2;
     for (int r0 = 0; r0 < g->R; r0 += EP_RECV_SOURCES, turn ^= 1) {
       int n = g->R - r0 < EP_RECV_SOURCES ? g->R - r0 : EP_RECV_SOURCES;
-      int *cnt = counts + turn * EP_RECV_SOURCES, rc = GIN_SUCCESS;
+      int *cnt = counts + turn * EP_RECV_SOURCES, rc = bad;
       for (int i = gin_thread_idx(); i < n && rc == GIN_SUCCESS;
            i += gin_block_dim())
         rc = ep_recv_count(&args, le, r0 + i, split == 1, &cnt[i]);
       if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
-      for (int i = 0; i < n; i++) {
+      for (int i = 0; i < n && !bad; i++) {
         int r = r0 + i, c = cnt[i];
         if (u == 0 && gin_thread_idx() == 0) {
           lay[2 * r] = off;
           lay[2 * r + 1] = c;
         }
+        const char *rb =
+            (const char *)gin_window_peer_ptr(dc, args.win, world, r, 0);
         for (int j = u * ep_warps_per_block() + ep_warp_in_block(); j < c;
              j += wstride) {
           const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
           size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
-          const char *p = m + GIN_EP_HEADER;
+          uint32_t h[2];
+          const char *p = ep_payload(&args, m, rb, r, le, h);
+          if (!p) {
+            bad = GIN_ERR_REMOTE;
+            break;
+          }
           if (g->fp8) {
             gin_copy_coop((char *)args.r.x + slot * (size_t)g->H, p,
                           (size_t)g->H, lane, nl);
@@ -213,10 +259,8 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
                           (size_t)g->H * 2, lane, nl);
           }
           if (lane == 0) {
-            int32_t h[2];
-            memcpy(h, m, sizeof h);
-            args.r.src_token[slot] = h[0];
-            args.src_k[slot] = h[1];
+            args.r.src_token[slot] = (int32_t)h[0];
+            args.src_k[slot] = (int32_t)(h[1] & ~GIN_EP_PULLED);
             args.r.src_rank[slot] = r;
           }
         }

@@ -18,6 +18,10 @@
  * inputs each pass (the buffers reused), until S seconds passed on rank 0;
  * the descriptor count must not change after the first pass and
  * anonymous memory must grow by less than 16 MiB.
+ *   test_ep --mixed-pull  odd ranks create their buffers with
+ * GIN_EP_PULL=0 (they push every row), even ranks with the default (their
+ * mapped receivers copy rows from them): both kinds of message in one
+ * dispatch.
  */
 #include <time.h>
 
@@ -335,11 +339,14 @@ static double ep_now_s(void) {
 
 int main(int argc, char **argv) {
   double seconds = 0;
+  int mixed_pull = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
       seconds = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--mixed-pull"))
+      mixed_pull = 1;
     else {
-      fprintf(stderr, "usage: test_ep [--seconds S]\n");
+      fprintf(stderr, "usage: test_ep [--seconds S] [--mixed-pull]\n");
       return 2;
     }
   }
@@ -349,6 +356,8 @@ int main(int argc, char **argv) {
   TCHECK(gin_comm_init_from_env(&c.comm, NULL));
   TCHECK(gin_comm_rank(c.comm, &c.rank));
   TCHECK(gin_comm_size(c.comm, &c.nranks));
+  /* Read by the first gin_ep_create (and kept). */
+  if (mixed_pull && c.rank % 2) setenv("GIN_EP_PULL", "0", 1);
   c.local = EXPERTS_PER_RANK;
   c.experts = EXPERTS_PER_RANK * c.nranks;
   TCHECK(gin_mem_alloc((size_t)MAX_TOKENS * MAX_HIDDEN * 2, (void **)&c.d_x));
