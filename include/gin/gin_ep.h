@@ -98,6 +98,17 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
                             int num_tokens, uint16_t *out, void *stream,
                             int phases);
 
+/* The buffer's combine input: device memory for y [L][R * max_tokens][H]
+ * bf16. Experts that write their outputs here (after the dispatch's
+ * receive phase, on the same stream) and pass this pointer as
+ * gin_ep_combine's y save combine's send copy: a rank that maps this
+ * buffer (the direct path) reads the rows straight from it, and proxied
+ * peers are sent them from here. Its contents are read until every rank's
+ * combine receive is done, which the next dispatch's receive waits for:
+ * write the next outputs only after it. Any other y works as before (its
+ * rows are copied). The pointer does not change. */
+gin_result_t gin_ep_combine_buffer(gin_ep_t ep, uint16_t **y_out);
+
 /* Host helpers for the formats (also what the CPU reference uses). */
 float gin_bf16_to_float(uint16_t v);
 uint16_t gin_float_to_bf16(float f); /* round to nearest even */

@@ -653,6 +653,13 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                        "tokens for local expert %llu, outside [0, max_tokens "
                        "%llu]; nothing was copied",
                        r, peer, id, exp, a0);
+    if (a1 == 4)
+      return GIN_ERROR(GIN_ERR_REMOTE,
+                       "rank %d: EP combine receive: rank %lld's reply for "
+                       "token %lld, top-k slot %llu, names row %llu of its "
+                       "combine buffer, which is not one of expert %llu's, or "
+                       "that buffer is not mapped here; nothing was read",
+                       r, peer, id, exp, seen, a0);
     if (a1 == 3)
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "rank %d: EP dispatch receive: rank %lld's message for "

@@ -80,6 +80,8 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
   off = align_up(off + (size_t)g->L * g->R * g->M * g->H * 2, 256);
   g->off_crecv = off;
   off = align_up(off + 2 * (size_t)g->M * g->K * g->H * 2, 256);
+  g->off_where = off;
+  off = align_up(off + 2 * (size_t)g->M * g->K * 8, 256);
   g->win_bytes = off;
   GIN_ARG_CHECK(gin_ep_nsignals(g) <= (1 << 20),
                 "gin_ep: 2 x (%d local experts x %d ranks + %d max_tokens) "
@@ -211,6 +213,10 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->scratch = (uint64_t *)(o + offs[7]);
   GIN_CHECK_GOTO(gin_mem_set(ep->scratch, 0, ((size_t)g.E + 1 + g.L) * 8), res,
                  free_outputs);
+  /* Combine's `where` words start (and are left by each receive) zero. */
+  GIN_CHECK_GOTO(
+      gin_mem_set((char *)ep->mem + g.off_where, 0, g.win_bytes - g.off_where),
+      res, free_outputs);
   for (int i = 0; i < comm->nranks; i++)
     ep->near += gin_arch_same_device(&comm->peers[comm->rank].dev,
                                      &comm->peers[i].dev) != 0;
@@ -330,9 +336,19 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
                 "gin_ep_combine: the previous send phase was not received yet");
   GIN_ARG_CHECK(!(phases == GIN_EP_RECV) || ep->combine_sent,
                 "gin_ep_combine: GIN_EP_RECV without a send phase before");
+  /* y in the combine buffer: only at its start (rows are found by slot;
+   * staging a row would copy it onto another). */
+  uintptr_t cb = (uintptr_t)ep->mem + ep->g.off_csend, yc = (uintptr_t)y;
+  uintptr_t cb_bytes = (uintptr_t)ep->g.L * ep->g.R * ep->g.M * ep->g.H * 2;
+  GIN_ARG_CHECK(!(phases & GIN_EP_SEND) || yc == cb || yc + cb_bytes <= cb ||
+                    yc >= cb + cb_bytes,
+                "gin_ep_combine: y overlaps the combine buffer but does not "
+                "start where it does; pass gin_ep_combine_buffer's pointer "
+                "itself, or memory outside it");
   gin_ep_args_t a;
   args_make(ep, ep->set_cur, num_tokens, &a);
   a.y = y;
+  a.zc = yc == cb;
   a.topk = topk_idx;
   a.weights = topk_weights;
   a.out = out;
@@ -344,6 +360,13 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
     GIN_CHECK(gin_ep_launch_combine_recv(&a, stream));
     ep->combine_sent = 0;
   }
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_ep_combine_buffer(gin_ep_t ep, uint16_t **y_out) {
+  GIN_ARG_CHECK(ep, "gin_ep_combine_buffer: ep is NULL");
+  GIN_ARG_CHECK(y_out, "gin_ep_combine_buffer: y_out is NULL");
+  *y_out = (uint16_t *)((char *)ep->mem + ep->g.off_csend);
   return GIN_SUCCESS;
 }
 

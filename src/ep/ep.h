@@ -6,8 +6,15 @@
  *                                     payload per token, cast once;
  *                                     headers unused)
  *   recv   [2][L][R][M] messages    (dispatch arrivals, two sets)
- *   csend  [L][R * M][H] bf16       (combine sources)
+ *   csend  [L][R * M][H] bf16       (combine sources: rows staged for
+ *                                     proxied peers, or the experts'
+ *                                     outputs written there by the user,
+ *                                     gin_ep_combine_buffer)
  *   crecv  [2][M][K][H] bf16        (combine arrivals, two sets)
+ *   where  [2][M][K] uint64         (combine: GIN_EP_PULLED | the row's
+ *                                     slot in the expert's csend, where
+ *                                     the row stayed there; 0 when it
+ *                                     came into crecv)
  * A received message: int32 token, top-k slot with GIN_EP_PULLED (one
  * 8-byte put), 8 bytes unused; then the payload (fp8 bytes [H] + fp32
  * scales [H / 128], or bf16 [H]), padded to 16. A sender whose path to
@@ -19,6 +26,10 @@
  * signals of the dispatch between, sent after their receives).
  * A token's slot at an expert is the number of earlier tokens of its
  * rank routed there, so arrivals sit in token order.
+ * Combine returns a row the same way: with y given in csend
+ * (gin_ep_combine_buffer) and a direct path, only an 8-byte `where`
+ * word; the token's rank reads the row from the expert's csend and
+ * zeroes the word.
  * Signals: dispatch (set, local expert, source) at the expert's rank,
  * added count + 1 after the tokens; combine (set, token) at the token's
  * rank, incremented by each of its returning top-k slots.
@@ -36,7 +47,7 @@
 typedef struct gin_ep_geom {
   int R, L, E, M, K, H, fp8, me;
   size_t msg; /* bytes per dispatch message */
-  size_t off_send, off_recv, off_csend, off_crecv, win_bytes;
+  size_t off_send, off_recv, off_csend, off_crecv, off_where, win_bytes;
 } gin_ep_geom_t;
 
 /* Everything a kernel needs, by value. */
@@ -47,7 +58,8 @@ typedef struct gin_ep_args {
   int set, T;
   int split;  /* dispatch receive: units per local expert (launcher's) */
   int near;   /* ranks sharing this rank's device, itself included */
-  int pull;   /* dispatch send: let mapped receivers copy from here */
+  int pull;   /* sends: let mapped receivers copy from here */
+  int zc;     /* combine: y is this buffer's csend (gin_ep_combine_buffer) */
   char *base; /* this rank's window (device view) */
   const uint16_t *x;
   const int32_t *topk;
@@ -99,6 +111,12 @@ GIN_HD_FN size_t gin_ep_crecv_off(const gin_ep_geom_t *g, int set, int t,
   return g->off_crecv +
          (((size_t)set * (size_t)g->M + (size_t)t) * (size_t)g->K + (size_t)k) *
              (size_t)g->H * 2;
+}
+GIN_HD_FN size_t gin_ep_where_off(const gin_ep_geom_t *g, int set, int t,
+                                  int k) {
+  return g->off_where +
+         (((size_t)set * (size_t)g->M + (size_t)t) * (size_t)g->K + (size_t)k) *
+             8;
 }
 /* Signal ids. */
 GIN_HD_FN int gin_ep_dsig(const gin_ep_geom_t *g, int set, int le, int src) {

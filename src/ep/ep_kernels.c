@@ -292,9 +292,12 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
  * numbered in expert order; warp w takes numbers w, w + warps, ... and
  * returns each token's expert output to the token's (set, t, k) slot at
  * the source, with a signal increment: stored there directly where the
- * source is mapped, else staged in the window and put. A warp reads the
- * counts of 32 experts at once (lane i expert base + i), finds by a
- * prefix sum which of them hold numbers of its own, and serves those. */
+ * source is mapped, else staged in the window (unless y is there
+ * already: args.zc) and put. With y in the window, args.pull and a direct
+ * path, only the row's place goes (the source's `where` word), and the
+ * source reads the row from here. A warp reads the counts of 32 experts
+ * at once (lane i expert base + i), finds by a prefix sum which of them
+ * hold numbers of its own, and serves those. */
 GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
                                     int cnt, int step) {
   const gin_ep_geom_t *g = &a->g;
@@ -308,8 +311,12 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
     const char *row = (const char *)(a->y + s * (size_t)g->H);
     size_t coff = gin_ep_crecv_off(g, a->set, t, k);
     gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, a->set, t));
-    int rc;
-    if (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF) {
+    int rc, direct = path == GIN_PATH_DIRECT || path == GIN_PATH_SELF;
+    if (direct && a->zc && a->pull) {
+      rc = gin_put_value(dc, ctx, world, r, a->win,
+                         gin_ep_where_off(g, a->set, t, k),
+                         (uint64_t)GIN_EP_PULLED << 32 | s, 8, inc, EP_WARP);
+    } else if (direct) {
       /* The abort gate, as gin_put's: no store into a peer that may be
        * gone (its memory unmapped) once the communicator aborted. */
       if (gin_coop_any(EP_WARP, gin_dev_shut_(dc)))
@@ -318,8 +325,9 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
       gin_copy_coop(p, row, (size_t)g->H * 2, lane, nl);
       rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);
     } else {
-      gin_copy_coop(a->base + gin_ep_csend_off(g, le, slot), row,
-                    (size_t)g->H * 2, lane, nl);
+      if (!a->zc) /* else the row is there */
+        gin_copy_coop(a->base + gin_ep_csend_off(g, le, slot), row,
+                      (size_t)g->H * 2, lane, nl);
       rc = gin_put(dc, ctx, world, r, a->win, coff, a->win,
                    gin_ep_csend_off(g, le, slot), (size_t)g->H * 2, inc,
                    gin_local_none(), EP_WARP);
@@ -350,12 +358,49 @@ GIN_KERNEL(k_ep_combine_send, gin_ep_args_t) {
   }
 }
 
+/* Where top-k slot k of token t came back (one thread, after the
+ * token's wait): into this window's crecv, or left in the expert's
+ * window, whose rank then wrote the row's slot there into `where` (read
+ * and zeroed here). NULL after recording the error (a slot no correct
+ * expert writes: outside expert e's rows, or in a window not mapped here;
+ * or an aborted communicator: its peers may be gone). */
+GIN_DEVICE_FN const char *ep_combine_row(const gin_ep_args_t *a, int t, int k,
+                                         int e) {
+  const gin_ep_geom_t *g = &a->g;
+  const gin_devcomm_t *dc = &a->dc;
+  uint64_t *wp = (uint64_t *)(a->base + gin_ep_where_off(g, a->set, t, k));
+  uint64_t w = *wp;
+  if (!(w >> 32 & GIN_EP_PULLED))
+    return a->base + gin_ep_crecv_off(g, a->set, t, k);
+  *wp = 0;
+  uint64_t s = w & ~((uint64_t)GIN_EP_PULLED << 32);
+  size_t rows = (size_t)g->R * (size_t)g->M;
+  int d = e / g->L;
+  const char *p = s / rows == (uint64_t)(e % g->L)
+                      ? (const char *)gin_window_peer_ptr(
+                            dc, a->win, gin_team_world(dc), d,
+                            g->off_csend + (size_t)s * (size_t)g->H * 2)
+                      : NULL;
+  if (!p) {
+    gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, d, t, (uint64_t)k,
+                  s, (uint64_t)e, 4);
+    return NULL;
+  }
+  if (gin_dev_shut_(dc)) {
+    gin_dev_shut_fail_(dc, d);
+    return NULL;
+  }
+  return p;
+}
+
 /* Receive phase of combine: block b takes tokens b, b + grid, ...; for
  * each, one thread waits until every routed top-k slot of the token came
- * back (the token's own signal), then out[t] = sum over routed k of
- * weight * expert output (fp32, k in order). */
+ * back (the token's own signal), thread k finds slot k's row
+ * (ep_combine_row), then out[t] = sum over routed k of weight * expert
+ * output (fp32, k in order). */
 GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
+  GIN_BLOCK_ARRAY(const char *, rows, 32); /* K <= 32 */
   for (int t = gin_block_idx(); t < args.T; t += gin_grid_dim()) {
     const int32_t *idx = args.topk + (size_t)t * (size_t)g->K;
     const float *w = args.weights + (size_t)t * (size_t)g->K;
@@ -370,6 +415,13 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
             &args.dc, gin_ep_csig(g, args.set, t), (uint64_t)routed, NULL, NULL,
             GIN_COOP_THREAD);
     }
+    /* (Also orders the last token's reads of rows[] before the writes.) */
+    if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
+    EP_FOR_THREADS(k, g->K) {
+      rows[k] = NULL;
+      if (idx[k] >= 0 && !(rows[k] = ep_combine_row(&args, t, k, idx[k])))
+        rc = GIN_ERR_REMOTE;
+    }
     if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
     /* Eight channels a thread at a time (16-byte loads and stores) where
      * the rows allow; the sums are the same, channel by channel. */
@@ -379,8 +431,7 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
       for (int k = 0; k < g->K; k++) {
         if (idx[k] < 0) continue;
         GIN_ALIGNAS(16) uint16_t in[8];
-        gin_store16(in, args.base + gin_ep_crecv_off(g, args.set, t, k) +
-                            (size_t)v * 16);
+        gin_store16(in, rows[k] + (size_t)v * 16);
         for (int j = 0; j < 8; j++)
           acc[j] += w[k] * gin_ep_bf16_to_float(in[j]);
       }
@@ -394,9 +445,7 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
       float acc = 0.0f;
       for (int k = 0; k < g->K; k++) {
         if (idx[k] < 0) continue;
-        const uint16_t *in =
-            (const uint16_t *)(args.base + gin_ep_crecv_off(g, args.set, t, k));
-        acc += w[k] * gin_ep_bf16_to_float(in[ch]);
+        acc += w[k] * gin_ep_bf16_to_float(((const uint16_t *)rows[k])[ch]);
       }
       out[ch] = gin_ep_float_to_bf16(acc);
     }

@@ -3,8 +3,10 @@
  * every routing (random, skewed, masked), topk 1..8, bf16 and fp8, several
  * token counts (0 to max_tokens, also different on each rank), hidden 256
  * (and 100 with bf16, 384 with fp8), 4 experts per rank, with the
- * phases issued together and split (send, then receive), several steps in
- * a row on each buffer (its two buffer sets alternate). Every rank
+ * phases issued together and split (send, then receive), the experts'
+ * outputs in memory of their own or in the buffer's combine input
+ * (gin_ep_combine_buffer; half the ranks each step), several steps in a
+ * row on each buffer (its two buffer sets alternate). Every rank
  * generates every rank's inputs from (seed, rank), so no exchange is
  * needed. Dispatch must match exactly (fp8 bytes and scales bit for bit,
  * slots past count are not compared, nor the offset of an empty range);
@@ -67,6 +69,10 @@ static const ep_case_t cases[] = {
 /* Phases of step s: (dispatch, combine) split or not, every mix. */
 static int step_split_dispatch(int s) { return s % 4 == 1 || s % 4 == 3; }
 static int step_split_combine(int s) { return s % 4 == 1 || s % 4 == 2; }
+/* Whether rank r's experts write into the buffer's combine input
+ * (gin_ep_combine_buffer) at step s: half the ranks in each step, every
+ * rank both ways over the four steps. */
+static int step_zero_copy(int s, int r) { return (s + r) % 4 >= 2; }
 
 /* One buffer per (topk, fp8, hidden), kept across cases. */
 typedef struct ep_buf {
@@ -156,14 +162,15 @@ static gin_result_t do_dispatch(ep_buf_t *b, const ctx_t *c, int T, int split,
   return gin_ep_dispatch(b->ep, c->d_x, c->d_idx, T, recv, NULL, GIN_EP_RECV);
 }
 
-static gin_result_t do_combine(ep_buf_t *b, const ctx_t *c, int T, int split) {
+static gin_result_t do_combine(ep_buf_t *b, const ctx_t *c, const uint16_t *y,
+                               int T, int split) {
   if (!split)
-    return gin_ep_combine(b->ep, c->d_y, c->d_idx, c->d_w, T, c->d_out, NULL,
+    return gin_ep_combine(b->ep, y, c->d_idx, c->d_w, T, c->d_out, NULL,
                           GIN_EP_BOTH);
-  gin_result_t rc = gin_ep_combine(b->ep, c->d_y, c->d_idx, c->d_w, T, c->d_out,
+  gin_result_t rc = gin_ep_combine(b->ep, y, c->d_idx, c->d_w, T, c->d_out,
                                    NULL, GIN_EP_SEND);
   if (rc != GIN_SUCCESS) return rc;
-  return gin_ep_combine(b->ep, c->d_y, c->d_idx, c->d_w, T, c->d_out, NULL,
+  return gin_ep_combine(b->ep, y, c->d_idx, c->d_w, T, c->d_out, NULL,
                         GIN_EP_RECV);
 }
 
@@ -242,10 +249,12 @@ static void run_step(ctx_t *c, ep_buf_t *b, const ep_case_t *cs, int step,
   /* The experts, on what was delivered. */
   memset(c->h_y, 0, y_elems(c, H) * 2);
   ep_ref_experts(&b->got, me, c->h_y);
-  TCHECK(gin_mem_copy(c->d_y, c->h_y, y_elems(c, H) * 2));
+  uint16_t *y = c->d_y;
+  if (step_zero_copy(step, me)) TCHECK(gin_ep_combine_buffer(b->ep, &y));
+  TCHECK(gin_mem_copy(y, c->h_y, y_elems(c, H) * 2));
   /* Poison out: unwritten rows show up (and rows past T must stay). */
   TCHECK(gin_mem_set(c->d_out, 0xff, (size_t)MAX_TOKENS * H * 2));
-  rc = do_combine(b, c, T, step_split_combine(step));
+  rc = do_combine(b, c, y, T, step_split_combine(step));
   if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
   if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(c->comm);
   if (rc != GIN_SUCCESS) {
@@ -297,10 +306,13 @@ static void run_case(ctx_t *c, int ci, int pass) {
     if (res.status == 2) break;
   }
   if (first_step >= 0)
-    fprintf(stderr, "rank %d: case %s step %d (dispatch %s, combine %s): %s\n",
+    fprintf(stderr,
+            "rank %d: case %s step %d (dispatch %s, combine %s, y %s): %s\n",
             c->rank, name, first_step,
             step_split_dispatch(first_step) ? "split" : "both",
-            step_split_combine(first_step) ? "split" : "both", first.msg);
+            step_split_combine(first_step) ? "split" : "both",
+            step_zero_copy(first_step, c->rank) ? "in the buffer" : "apart",
+            first.msg);
   int bad = first.status;
   int *all = (int *)calloc((size_t)c->nranks, sizeof(int));
   TCHECK(gin_comm_allgather(c->comm, &bad, all, sizeof(int)));

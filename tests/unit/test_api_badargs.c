@@ -36,6 +36,7 @@ typedef struct ctx {
   gin_ep_config_t cfg;
   gin_ep_t ep;
   uint16_t *x, *y, *out;
+  uint16_t *cbuf; /* gin_ep_combine_buffer's */
   int32_t *idx;
   float *wts;
   int i;
@@ -324,6 +325,12 @@ CALL(comb_recv_first,
      combine(t, t->ep, EP_T, t->y, t->wts, t->out, GIN_EP_RECV))
 CALL(comb_send_twice,
      combine(t, t->ep, EP_T, t->y, t->wts, t->out, GIN_EP_SEND))
+CALL(cbuf_null_ep, gin_ep_combine_buffer(NULL, &t->cbuf))
+CALL(cbuf_null_out, gin_ep_combine_buffer(t->ep, NULL))
+CALL(setup_cbuf, gin_ep_combine_buffer(t->ep, &t->cbuf))
+/* y inside the combine buffer but not at its start. */
+CALL(comb_y_inside,
+     combine(t, t->ep, EP_T, t->cbuf + 8, t->wts, t->out, GIN_EP_BOTH))
 
 /* -------------------------------------------------------------- table */
 
@@ -493,6 +500,11 @@ static const bad_case_t cases[] = {
     {"gin_ep_combine", NUL, comb_null_w, INV, "topk_weights is NULL", NULL},
     {"gin_ep_combine", NUL, comb_null_out, INV, "out is NULL", NULL},
     {"gin_ep_combine", STA, comb_recv_first, INV, "GIN_EP_RECV without", NULL},
+    {"gin_ep_combine_buffer", NUL, cbuf_null_ep, INV, "ep is NULL", NULL},
+    {"gin_ep_combine_buffer", NUL, cbuf_null_out, INV, "y_out is NULL", NULL},
+    {"gin_ep_combine_buffer", SETUP, setup_cbuf, OK, "", NULL},
+    {"gin_ep_combine", RNG, comb_y_inside, INV, "overlaps the combine buffer",
+     NULL},
     {"gin_ep_combine", SETUP, setup_combine_send, OK, "", NULL},
     {"gin_ep_dispatch", STA, disp_in_combine, INV, "receive phase is outstand",
      NULL},

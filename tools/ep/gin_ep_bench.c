@@ -3,7 +3,7 @@
  *
  *   ginrun -n R gin_ep_bench_{cuda,host} [-t TOKENS] [-H HIDDEN] [-k TOPK]
  *          [-e EXPERTS] [--bf16] [--routing random|skewed|masked]
- *          [-n ITERS] [-w WARMUP] [--no-baseline] [--csv FILE]
+ *          [-n ITERS] [-w WARMUP] [--no-baseline] [--zero-copy] [--csv FILE]
  *
  * Defaults are DeepEP's low-latency test: 128 tokens per rank, hidden 7168,
  * top-8, 288 experts, FP8 dispatch, BF16 combine. Every run first checks
@@ -13,7 +13,9 @@
  * is checked and timed the same way in the same run, and the ratio printed.
  * Bandwidth uses DeepEP's accounting: routed (token, expert) pairs times
  * the message (dispatch: 16 B header + H fp8 bytes + H / 128 fp32 scales,
- * or 2H bf16; combine: 2H).
+ * or 2H bf16; combine: 2H). --zero-copy: gin's experts write their
+ * outputs into the buffer's combine input (gin_ep_combine_buffer), which
+ * saves combine's send copy; the baseline keeps its own.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@
   } while (0)
 
 typedef struct opts {
-  int T, H, K, E, fp8, iters, warmup, baseline;
+  int T, H, K, E, fp8, iters, warmup, baseline, zero_copy;
   ep_route_t route;
   const char *csv;
 } opts_t;
@@ -45,7 +47,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: ginrun -n R gin_ep_bench_{cuda,host} [-t TOKENS] "
              "[-H HIDDEN] [-k TOPK] [-e EXPERTS] [--bf16] [--routing "
              "random|skewed|masked] [-n ITERS] [-w WARMUP] [--no-baseline] "
-             "[--csv FILE]\n");
+             "[--zero-copy] [--csv FILE]\n");
 }
 
 static void parse(int argc, char **argv, opts_t *o) {
@@ -57,6 +59,7 @@ static void parse(int argc, char **argv, opts_t *o) {
   o->iters = 20;
   o->warmup = 3;
   o->baseline = 1;
+  o->zero_copy = 0;
   o->route = EP_ROUTE_RANDOM;
   o->csv = NULL;
   for (int i = 1; i < argc; i++) {
@@ -65,6 +68,8 @@ static void parse(int argc, char **argv, opts_t *o) {
       o->fp8 = 0;
     } else if (!strcmp(a, "--no-baseline")) {
       o->baseline = 0;
+    } else if (!strcmp(a, "--zero-copy")) {
+      o->zero_copy = 1;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       exit(0);
@@ -136,6 +141,7 @@ typedef struct impl {
   const char *name;
   gin_ep_t ep;
   ep_baseline_t *base;
+  uint16_t *y; /* where its experts' outputs go (dev_in_t.y while it runs) */
 } impl_t;
 
 static void do_dispatch(impl_t *m, dev_in_t *d, int T, gin_ep_recv_t *rv) {
@@ -450,17 +456,21 @@ int main(int argc, char **argv) {
   if (me == 0)
     printf("# gin-ep-bench, %s target, %d ranks, %d tokens x hidden %d, "
            "top-%d of %d experts, %s dispatch, %s routing, %d iterations "
-           "(+%d warm-up)\n",
+           "(+%d warm-up)%s\n",
            perf_target_name(), R, o.T, o.H, o.K, o.E, o.fp8 ? "fp8" : "bf16",
-           ep_route_name(o.route), o.iters, o.warmup);
+           ep_route_name(o.route), o.iters, o.warmup,
+           o.zero_copy ? "; gin's experts write into its combine buffer" : "");
 
   impl_t impls[2];
   int nimpl = 0;
   memset(impls, 0, sizeof impls);
   impls[nimpl].name = "gin";
   CK(gin_ep_create(comm, &cfg, &impls[nimpl].ep));
+  impls[nimpl].y = d.y;
+  if (o.zero_copy) CK(gin_ep_combine_buffer(impls[nimpl].ep, &impls[nimpl].y));
   nimpl++;
   if (o.baseline) {
+    impls[nimpl].y = d.y;
     impls[nimpl].name = "host-baseline";
     if (ep_baseline_create(comm, &cfg, &impls[nimpl].base) != 0) return 1;
     nimpl++;
@@ -468,7 +478,9 @@ int main(int argc, char **argv) {
 
   double res[2][4], pipe[8] = {0, 0, 0, 0, 0, 0, 0, 0}, iso[4] = {0, 0, 0, 0};
   int failed = 0;
+  uint16_t *own_y = d.y;
   for (int i = 0; i < nimpl; i++) {
+    d.y = impls[i].y;
     long bad = check(&impls[i], &d, &o, me, R, all, &want, want_out, comm);
     long total = sum_over_ranks(comm, R, bad);
     if (me == 0)
@@ -499,6 +511,7 @@ int main(int argc, char **argv) {
       timing_isolated(&impls[i], &d, &o, comm, iso);
     }
   }
+  d.y = own_y;
   /* The slowest rank's medians. */
   double mine[4] = {res[0][0], res[0][2], nimpl > 1 ? res[1][0] : 0,
                     nimpl > 1 ? res[1][2] : 0};
