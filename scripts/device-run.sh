@@ -271,19 +271,23 @@ if [ "${MODE:-all}" = check ]; then
   }
   # Odd ranks push their rows, even ranks' are copied from their windows.
   run ep_test_mixedpull_4 $R -n 4 --timeout 60 $E/test_ep_cuda --mixed-pull
-  # EP_AB="VAR=value": the EP benchmark with and without that setting,
-  # alternating, at 2 / 4 / 8 ranks, twice at 2 and 8, and with 16 experts
-  # at 2 ranks (several receive units per expert); one binary.
+  # EP_AB="VAR=value": the EP benchmark with that setting (set), without
+  # (dflt) and with --zero-copy (zc), in turn, at 2 / 4 / 8 ranks and with
+  # 16 experts at 2 ranks (several receive units per expert; EP_AB_RUNS
+  # changes the list); one binary.
   if [ -n "${EP_AB:-}" ]; then
     run ep_memcheck_4 $R -n 4 --timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
     export GIN_TIMEOUT_MS=20000
-    for ni in 2:1 4:1 8:1 2:2 8:2 2:e16; do
+    for ni in ${EP_AB_RUNS:-2:1 4:1 8:1 2:e16}; do
       n=${ni%:*} i=${ni#*:} extra=""
       [ "$i" = e16 ] && extra="-e 16"
-      # shellcheck disable=SC2086 # extra is a list of options
-      run ep_bench_set_${n}_$i env $EP_AB $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda $extra -n 50 -w 5 --csv $OUT/ep_bench_set_${n}_$i.csv
-      # shellcheck disable=SC2086
-      run ep_bench_dflt_${n}_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda $extra -n 50 -w 5 --csv $OUT/ep_bench_dflt_${n}_$i.csv
+      for v in set dflt zc; do
+        pre="" opt=""
+        [ $v = set ] && pre="$EP_AB"
+        [ $v = zc ] && opt="--zero-copy"
+        # shellcheck disable=SC2086 # lists of words
+        run ep_bench_${v}_${n}_$i env $pre $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda $extra $opt -n 50 -w 5 --csv $OUT/ep_bench_${v}_${n}_$i.csv
+      done
     done
     export GIN_TIMEOUT_MS=15000
   fi
