@@ -66,7 +66,7 @@ if [ "${MODE:-all}" != lat ]; then
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_FLAGS=-lineinfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 ${CHECK_QUICK:+--target ginrun \
-  test_ep_cuda conformance_cuda abort_cuda fault_cuda gate_cuda} >>"$OUT/build.log" 2>&1 \
+  test_ep_cuda conformance_cuda abort_cuda fault_cuda gate_cuda gin_ep_bench_cuda} >>"$OUT/build.log" 2>&1 \
   || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
 # The same benchmarks without device-side argument checks.
 if [ -z "${CHECK_QUICK:-}" ]; then
@@ -193,7 +193,7 @@ if [ "${MODE:-all}" = ncu ]; then
     --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section Occupancy --section MemoryWorkloadAnalysis --section SourceCounters \
     --import-source yes -f -o $OUT/ep_send \
-    $R -n 1 --timeout 200 build-dev/gin_ep_bench_cuda -n 3 -w 1 --no-baseline
+    $R -n 1 --timeout 200 build-dev/gin_ep_bench_cuda -n 3 -w 1 --no-baseline ${NCU_BENCH:-}
   ncu -i $OUT/ep_send.ncu-rep --page details > $OUT/ep_send_details.txt 2>&1
   ncu -i $OUT/ep_send.ncu-rep --page source --csv --print-source cuda,sass \
     > $OUT/ep_send_source.csv 2> $OUT/ep_send_source.err
