@@ -198,6 +198,27 @@ if [ "${MODE:-all}" = ncu ]; then
   ncu -i $OUT/ep_send.ncu-rep --page source --csv --print-source cuda,sass \
     > $OUT/ep_send_source.csv 2> $OUT/ep_send_source.err
   log "source page: $(wc -l < $OUT/ep_send_source.csv) lines"
+  # PROBE=1: then, under MPS, how the EP phases scale at 8 ranks with the
+  # tokens and top-k (--zero-copy; each phase also on its own), and an
+  # nsys timeline of one 8-rank run if nsys is there.
+  if [ -n "${PROBE:-}" ]; then
+    nvidia-cuda-mps-control -d && log "MPS started"
+    export GIN_TIMEOUT_MS=20000
+    for a in "-t 128" "-t 64" "-t 32" "-t 128 -k 2" "-t 128 -k 4"; do
+      tag=$(echo "$a" | tr -d ' -')
+      # shellcheck disable=SC2086 # a is a list of options
+      run probe8_$tag $R -n 8 --timeout 60 build-dev/gin_ep_bench_cuda $a --zero-copy -n 30 -w 3 --csv $OUT/probe8_$tag.csv
+      grep -h "on its own\|per phase" "$OUT/probe8_$tag.log" | sed 's/^/    /' | tee -a "$OUT/summary.txt"
+    done
+    run probe2_t128 $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda --zero-copy -n 30 -w 3 --csv $OUT/probe2_t128.csv
+    if command -v nsys >/dev/null; then
+      run nsys8 nsys profile --trace=cuda -o $OUT/ep8 -f true $R -n 8 --timeout 100 build-dev/gin_ep_bench_cuda --zero-copy -n 10 -w 2 --no-baseline
+      nsys stats --report cuda_gpu_kern_sum $OUT/ep8.nsys-rep > $OUT/nsys8_kern.txt 2>&1
+      log "nsys: $(wc -l < $OUT/nsys8_kern.txt) lines"
+    else
+      log "no nsys"
+    fi
+  fi
   finish
 fi
 
