@@ -99,7 +99,7 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
                    soff + GIN_EP_HEADER, g->msg - GIN_EP_HEADER,
                    gin_remote_none(), gin_local_none(), EP_WARP);
     if (rc == GIN_SUCCESS && ep_lane() == 0)
-      gin_fetch_add_relaxed_u64(&a->scratch[e], 1);
+      gin_add_relaxed_gpu_u64(&a->scratch[e], 1);
   }
   return gin_coop_rc(GIN_COOP_BLOCK, rc);
 }
@@ -119,9 +119,13 @@ GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
    * are all issued. */
   uint64_t *done = &args.scratch[g->E];
   int last = 0;
-  if (gin_thread_idx() == 0) /* releases the block's puts and counts; the
-                              * last acquires every other block's */
-    last = gin_fetch_add_acq_rel_u64(done, 1) + 1 == (uint64_t)gin_grid_dim();
+  /* Releases the block's puts and counts; the last acquires every other
+   * block's. GPU scope is enough: the blocks share this GPU, and the
+   * signals below release at the scope their peers need (cumulative over
+   * what this acquire saw); proxied puts are ordered by their rings. */
+  if (gin_thread_idx() == 0)
+    last =
+        gin_fetch_add_acq_rel_gpu_u64(done, 1) + 1 == (uint64_t)gin_grid_dim();
   /* The barrier carries thread 0's view to the others (cumulativity). */
   if (!gin_coop_any(GIN_COOP_BLOCK, last)) return;
   gin_team_t world = gin_team_world(dc);

@@ -239,6 +239,11 @@ GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
   return (uint64_t)atomicAdd_system((unsigned long long *)p,
                                     (unsigned long long)v);
 }
+/* Atomic add, no result, no order, for counters only this GPU reads. */
+GIN_DEVICE_FN void gin_add_relaxed_gpu_u64(uint64_t *p, uint64_t v) {
+  asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
 /* Atomic add that is both a release of this thread's earlier accesses and
  * an acquire of those released by earlier adds (GPU scope). */
 GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v) {
@@ -339,6 +344,9 @@ GIN_DEVICE_FN void gin_or_relaxed_u32(uint32_t *p, uint32_t v) {
 }
 GIN_DEVICE_FN uint64_t gin_fetch_add_relaxed_u64(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+GIN_DEVICE_FN void gin_add_relaxed_gpu_u64(uint64_t *p, uint64_t v) {
+  __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 GIN_DEVICE_FN uint64_t gin_fetch_add_acq_rel_gpu_u64(uint64_t *p, uint64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
