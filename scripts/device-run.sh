@@ -138,11 +138,19 @@ ep_runs() {
 # session's end named the files otherwise: docs/perf/2026-12-03b/README.md.)
 ep_compare() {
   exp_copy && exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda
+  # EXP2=patch: a second copy with that patch (on this tree), as patched2.
+  local b2=""
+  if [ -n "${EXP2:-}" ] && [ -f "$EXP2" ]; then
+    (X=/tmp/exp-tree2 EXP=$EXP2; exp_copy && exp_build build-xc "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" gin_ep_bench_cuda) &&
+      b2=/tmp/exp-tree2/build-xc/gin_ep_bench_cuda
+    log "patched2 = $EXP2 (${b2:-build failed})"
+  fi
   local ni n i
   for ni in $1; do # ranks:turn
     n=${ni%:*} i=${ni#*:}
     run ep_bench_patched_${n}_$i $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_patched_${n}_$i.csv
     run ep_bench_tree_${n}_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda -n 50 -w 5 --csv $OUT/ep_bench_tree_${n}_$i.csv
+    [ -n "$b2" ] && run ep_bench_patched2_${n}_$i $R -n $n --timeout 60 $b2 -n 50 -w 5 --csv $OUT/ep_bench_patched2_${n}_$i.csv
   done
   ep_extra
 }
