@@ -16,27 +16,55 @@
 #define EP_FOR_THREADS(i, n)                                                   \
   for (int i = gin_thread_idx(); i < (n); i += gin_block_dim())
 
+/* Top-k widths whose token rows a thread checks in registers. */
+#define EP_ROUTE_REGS 8
+
+/* Records a routing error (unless this thread did already): the id, the
+ * token, the slot, why (0 out of range, 1 twice). Returns 1. */
+GIN_DEVICE_FN int ep_row_fail(const gin_ep_args_t *a, int32_t e, int t, int k,
+                              int why, int bad) {
+  if (!bad)
+    gin_dev_fail_(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, e, t,
+                  (uint64_t)k, 0, (uint64_t)a->g.E, (uint64_t)why);
+  return 1;
+}
+/* Token t's routing row: 0 if every id is in [-1, E) and no expert comes
+ * twice, else records the error (ep_row_fail; the first thread to record
+ * one wins) and returns 1. One thread. Up to EP_ROUTE_REGS ids are loaded at
+ * once into registers and compared there (loop bounds fixed, so the compiler
+ * unrolls them); a wider row compares through memory. */
+GIN_DEVICE_FN int ep_row_bad(const gin_ep_args_t *a, int t, int bad) {
+  const gin_ep_geom_t *g = &a->g;
+  int K = g->K;
+  const int32_t *row = a->topk + (size_t)t * (size_t)K;
+  int32_t r[EP_ROUTE_REGS];
+  for (int k = 0; k < EP_ROUTE_REGS; k++) /* past K: -1, never wrong */
+    r[k] = k < K ? row[k] : -1;
+  for (int k = 0; k < EP_ROUTE_REGS; k++) {
+    int32_t e = r[k];
+    int why = e < -1 || e >= g->E ? 0 : -1;
+    for (int j = 0; j < k; j++)
+      if (why < 0 && e >= 0 && r[j] == e) why = 1;
+    if (why >= 0) return ep_row_fail(a, e, t, k, why, bad);
+  }
+  for (int k = EP_ROUTE_REGS; k < K; k++) {
+    int32_t e = row[k];
+    int why = e < -1 || e >= g->E ? 0 : -1;
+    for (int j = 0; j < k && why < 0 && e >= 0; j++)
+      if (row[j] == e) why = 1;
+    if (why >= 0) return ep_row_fail(a, e, t, k, why, bad);
+  }
+  return 0;
+}
+
 /* Checks the routing table before anything is sent: every id in
  * [-1, E), no expert twice in a token. Every block checks all of it (so
- * that no block sends anything on bad input), entry p = (t, k) by thread
- * p % threads, against the entries before it in its token. Returns 0 if
- * fine, else records the error (first block to find one) and returns
- * nonzero in every block. */
+ * that no block sends anything on bad input), token t by thread
+ * t % threads (ep_row_bad). Returns 0 if fine, else nonzero in every
+ * block (the first block to find an error records it). */
 GIN_DEVICE_FN int ep_routing_bad(const gin_ep_args_t *a) {
-  const gin_ep_geom_t *g = &a->g;
-  const int32_t *ids = a->topk;
-  int bad = 0, K = g->K;
-  EP_FOR_THREADS(p, a->T * K) {
-    int32_t e = ids[p];
-    int k = p % K, why = e < -1 || e >= g->E ? 0 : -1;
-    for (int j = p - k; j < p && why < 0 && e >= 0; j++)
-      if (ids[j] == e) why = 1;
-    if (why >= 0 && !bad) {
-      gin_dev_fail_(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, e, p / K,
-                    (uint64_t)k, 0, (uint64_t)g->E, (uint64_t)why);
-      bad = 1;
-    }
-  }
+  int bad = 0;
+  EP_FOR_THREADS(t, a->T) { bad |= ep_row_bad(a, t, bad); }
   return gin_coop_rc(GIN_COOP_BLOCK, -bad) != 0;
 }
 
