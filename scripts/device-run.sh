@@ -66,7 +66,7 @@ if [ "${MODE:-all}" != lat ]; then
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_FLAGS=-lineinfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 ${CHECK_QUICK:+--target ginrun \
-  test_ep_cuda conformance_cuda abort_cuda fault_cuda gate_cuda gin_ep_bench_cuda} >>"$OUT/build.log" 2>&1 \
+  test_ep_cuda test_ep_badinput_cuda conformance_cuda abort_cuda fault_cuda gate_cuda gin_ep_bench_cuda} >>"$OUT/build.log" 2>&1 \
   || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
 # The same benchmarks without device-side argument checks.
 if [ -z "${CHECK_QUICK:-}" ]; then
@@ -298,6 +298,7 @@ if [ "${MODE:-all}" = check ]; then
   run soak_cuda_4 $R -n 4 --timeout 60 build-dev/tests/soak/soak_cuda --seconds 5
   run ep_soak_cuda_4 $R -n 4 --timeout 60 $E/test_ep_cuda --seconds 5
   }
+  [ -n "${CHECK_QUICK:-}" ] && run ep_badinput_3 $R -n 3 --timeout 60 $E/test_ep_badinput_cuda
   # Odd ranks push their rows, even ranks' are copied from their windows.
   run ep_test_mixedpull_4 $R -n 4 --timeout 60 $E/test_ep_cuda --mixed-pull
   # EP_AB="VAR=value": the EP benchmark with that setting (set), without
