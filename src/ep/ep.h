@@ -37,12 +37,11 @@
 #ifndef GIN_EP_INTERNAL_H
 #define GIN_EP_INTERNAL_H
 
+#include "ep/ep_msg.h"
 #include "gin/device/gin_device.h"
 #include "gin/gin_ep.h"
 
 #define GIN_EP_HEADER 16
-/* In a header's top-k word: the payload stayed in the sender's window. */
-#define GIN_EP_PULLED 0x80000000u
 
 typedef struct gin_ep_geom {
   int R, L, E, M, K, H, fp8, me;

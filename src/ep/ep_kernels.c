@@ -212,15 +212,13 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
                                      uint32_t *h) {
   const gin_devcomm_t *dc = &a->dc;
   memcpy(h, m, 8);
-  int pulled = (h[1] & GIN_EP_PULLED) != 0;
-  uint32_t k = h[1] & ~GIN_EP_PULLED;
-  /* The token and slot go back to the source in combine: checked here. */
-  if (h[0] >= (uint32_t)a->g.M || k >= (uint32_t)a->g.K || (pulled && !rb)) {
+  int what = gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL);
+  if (what == GIN_EP_MSG_BAD) {
     gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
-                  (uint64_t)le, k, (uint64_t)a->g.M, 3);
+                  (uint64_t)le, h[1] & ~GIN_EP_PULLED, (uint64_t)a->g.M, 3);
     return NULL;
   }
-  if (!pulled) return m + GIN_EP_HEADER;
+  if (what == GIN_EP_MSG_HERE) return m + GIN_EP_HEADER;
   if (gin_coop_any(EP_WARP, gin_dev_shut_(dc))) {
     gin_dev_shut_fail_(dc, r);
     return NULL;
@@ -401,23 +399,19 @@ GIN_DEVICE_FN const char *ep_combine_row(const gin_ep_args_t *a, int t, int k,
   const gin_ep_geom_t *g = &a->g;
   const gin_devcomm_t *dc = &a->dc;
   uint64_t *wp = (uint64_t *)(a->base + gin_ep_where_off(g, a->set, t, k));
-  uint64_t w = *wp;
-  if (!(w >> 32 & GIN_EP_PULLED))
-    return a->base + gin_ep_crecv_off(g, a->set, t, k);
+  uint64_t w = *wp, s = 0;
+  if (w == 0) return a->base + gin_ep_crecv_off(g, a->set, t, k);
   *wp = 0;
-  uint64_t s = w & ~((uint64_t)GIN_EP_PULLED << 32);
-  size_t rows = (size_t)g->R * (size_t)g->M;
   int d = e / g->L;
-  const char *p = s / rows == (uint64_t)(e % g->L)
-                      ? (const char *)gin_window_peer_ptr(
-                            dc, a->win, gin_team_world(dc), d,
-                            g->off_csend + (size_t)s * (size_t)g->H * 2)
-                      : NULL;
-  if (!p) {
+  const char *rb =
+      (const char *)gin_window_peer_ptr(dc, a->win, gin_team_world(dc), d, 0);
+  if (gin_ep_where_check(w, e % g->L, (size_t)g->R * (size_t)g->M, rb != NULL,
+                         &s) != GIN_EP_MSG_PULL) {
     gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, d, t, (uint64_t)k,
-                  s, (uint64_t)e, 4);
+                  w & ~((uint64_t)GIN_EP_PULLED << 32), (uint64_t)e, 4);
     return NULL;
   }
+  const char *p = rb + g->off_csend + (size_t)s * (size_t)g->H * 2;
   if (gin_dev_shut_(dc)) {
     gin_dev_shut_fail_(dc, d);
     return NULL;

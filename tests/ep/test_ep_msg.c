@@ -1,0 +1,63 @@
+/*
+ * The EP receives' checks of what peers wrote (src/ep/ep_msg.h): every
+ * boundary of a dispatch header and a combine `where` word, accepted and
+ * refused. Pure functions, no library.
+ */
+#define UNIT_CHECK_NO_GIN
+#include "ep/ep_msg.h"
+#include "unit_check.h"
+
+#define P GIN_EP_PULLED
+#define PW ((uint64_t)GIN_EP_PULLED << 32)
+
+int main(void) {
+  enum { M = 128, K = 8 };
+  /* Dispatch headers: token h0, slot h1 (| P: read from the sender). */
+  CHECK(gin_ep_header_check(0, 0, M, K, 0) == GIN_EP_MSG_HERE, "first");
+  CHECK(gin_ep_header_check(M - 1, K - 1, M, K, 0) == GIN_EP_MSG_HERE,
+        "last token and slot");
+  CHECK(gin_ep_header_check(M, 0, M, K, 1) == GIN_EP_MSG_BAD, "token M");
+  CHECK(gin_ep_header_check(0xffffffffu, 0, M, K, 1) == GIN_EP_MSG_BAD,
+        "token -1");
+  CHECK(gin_ep_header_check(0, K, M, K, 1) == GIN_EP_MSG_BAD, "slot K");
+  CHECK(gin_ep_header_check(0, K | P, M, K, 1) == GIN_EP_MSG_BAD,
+        "slot K, pulled");
+  CHECK(gin_ep_header_check(0, 0x7fffffffu, M, K, 1) == GIN_EP_MSG_BAD,
+        "slot huge");
+  CHECK(gin_ep_header_check(5, 3 | P, M, K, 1) == GIN_EP_MSG_PULL, "pull");
+  CHECK(gin_ep_header_check(M - 1, (K - 1) | P, M, K, 1) == GIN_EP_MSG_PULL,
+        "pull, last token and slot");
+  CHECK(gin_ep_header_check(5, 3 | P, M, K, 0) == GIN_EP_MSG_BAD,
+        "pull from a window not mapped here");
+  CHECK(gin_ep_header_check(M, 3 | P, M, K, 1) == GIN_EP_MSG_BAD,
+        "pull, token M");
+
+  /* Combine where words: 0, or PW | s with s one of expert le's rows. */
+  const size_t rows = 8 * M; /* R = 8 */
+  uint64_t s = 77;
+  CHECK(gin_ep_where_check(0, 3, rows, 0, &s) == GIN_EP_MSG_HERE && s == 77,
+        "0: the row is here, slot untouched");
+  CHECK(gin_ep_where_check(PW | (3 * rows), 3, rows, 1, &s) ==
+                GIN_EP_MSG_PULL &&
+            s == 3 * rows,
+        "first row of expert 3");
+  CHECK(gin_ep_where_check(PW | (4 * rows - 1), 3, rows, 1, &s) ==
+                GIN_EP_MSG_PULL &&
+            s == 4 * rows - 1,
+        "last row of expert 3");
+  CHECK(gin_ep_where_check(PW | (4 * rows), 3, rows, 1, &s) == GIN_EP_MSG_BAD,
+        "a row of expert 4");
+  CHECK(gin_ep_where_check(PW | (3 * rows - 1), 3, rows, 1, &s) ==
+            GIN_EP_MSG_BAD,
+        "a row of expert 2");
+  CHECK(gin_ep_where_check(PW | (3 * rows), 3, rows, 0, &s) == GIN_EP_MSG_BAD,
+        "window not mapped here");
+  CHECK(gin_ep_where_check(3 * rows, 3, rows, 1, &s) == GIN_EP_MSG_BAD,
+        "nonzero without the flag");
+  CHECK(gin_ep_where_check(PW | ((uint64_t)1 << 62), 0, rows, 1, &s) ==
+            GIN_EP_MSG_BAD,
+        "a slot past every expert");
+  CHECK(gin_ep_where_check(PW, 0, 0, 1, &s) == GIN_EP_MSG_BAD, "no rows");
+  if (!failures) printf("test_ep_msg: passed\n");
+  return failures ? 1 : 0;
+}
