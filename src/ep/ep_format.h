@@ -89,6 +89,40 @@ GIN_HD_FN uint8_t gin_ep_float_to_fp8(float f) {
   return (uint8_t)(sign | v);
 }
 
+/* Four bf16 channels at in (8-byte aligned when vec), channel 0 first. */
+GIN_HD_FN void gin_ep_load4(const uint16_t *in, int vec, uint16_t v[4]) {
+  if (vec) {
+    uint64_t w8 = *(const uint64_t *)in;
+    memcpy(v, &w8, 8); /* little endian: channel 0 first */
+  } else {
+    for (int j = 0; j < 4; j++)
+      v[j] = in[j];
+  }
+}
+/* The largest of amax and |v[j]| (NaN channels do not count). */
+GIN_HD_FN float gin_ep_amax4(const uint16_t v[4], float amax) {
+  for (int j = 0; j < 4; j++) {
+    float f = gin_ep_bf16_to_float(v[j]);
+    f = f < 0 ? -f : f;
+    amax = f > amax ? f : amax;
+  }
+  return amax;
+}
+/* A group's amax from each thread's part: the coop's largest, at least
+ * GIN_EP_AMAX_MIN. */
+GIN_DEVICE_FN float gin_ep_group_amax(gin_coop_t coop, float amax) {
+  amax = gin_coop_max_f32(coop, amax);
+  return amax > GIN_EP_AMAX_MIN ? amax : GIN_EP_AMAX_MIN;
+}
+/* fp8(v[j] * inv) for four channels, channel 0 in the low byte. */
+GIN_HD_FN uint32_t gin_ep_fp8x4(const uint16_t v[4], float inv) {
+  uint32_t w = 0;
+  for (int j = 0; j < 4; j++)
+    w |= (uint32_t)gin_ep_float_to_fp8(gin_ep_bf16_to_float(v[j]) * inv)
+         << (8 * j);
+  return w;
+}
+
 /* Part `part` of `parts` of a dispatch message's payload for one bf16 row
  * of `hidden` channels, written by a THREAD or WARP coop (parts coops
  * together write all of it): the row unchanged, or with fp8 the E4M3
@@ -127,21 +161,9 @@ GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
         if (grp >= groups) break;
         uint16_t v[4];
         memcpy(v, &w8[b], 8); /* little endian: channel c first */
-        float amax = 0.0f;
-        for (int j = 0; j < 4; j++) {
-          float f = gin_ep_bf16_to_float(v[j]);
-          f = f < 0 ? -f : f;
-          amax = f > amax ? f : amax;
-        }
-        amax = gin_coop_max_f32(coop, amax);
-        amax = amax > GIN_EP_AMAX_MIN ? amax : GIN_EP_AMAX_MIN;
-        float inv = GIN_EP_FP8_MAX / amax;
-        uint32_t w = 0;
-        for (int j = 0; j < 4; j++)
-          w |= (uint32_t)gin_ep_float_to_fp8(gin_ep_bf16_to_float(v[j]) * inv)
-               << (8 * j);
+        float amax = gin_ep_group_amax(coop, gin_ep_amax4(v, 0.0f));
         *(uint32_t *)((uint8_t *)out + (size_t)grp * GIN_EP_FP8_GROUP +
-                      4 * rank) = w;
+                      4 * rank) = gin_ep_fp8x4(v, GIN_EP_FP8_MAX / amax);
         if (rank == 0) scales[grp] = amax / GIN_EP_FP8_MAX;
       }
     }
@@ -153,27 +175,15 @@ GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
     float amax = 0.0f;
     for (int c = 4 * rank; c < GIN_EP_FP8_GROUP; c += 4 * size) {
       uint16_t v[4];
-      if (vec) {
-        uint64_t w8 = *(const uint64_t *)(in + c);
-        memcpy(v, &w8, 8); /* little endian: channel c first */
-      } else
-        for (int j = 0; j < 4; j++)
-          v[j] = in[c + j];
-      for (int j = 0; j < 4; j++) {
-        float f = gin_ep_bf16_to_float(v[j]);
-        f = f < 0 ? -f : f;
-        amax = f > amax ? f : amax;
-      }
+      gin_ep_load4(in + c, vec, v);
+      amax = gin_ep_amax4(v, amax);
     }
-    amax = gin_coop_max_f32(coop, amax);
-    amax = amax > GIN_EP_AMAX_MIN ? amax : GIN_EP_AMAX_MIN;
+    amax = gin_ep_group_amax(coop, amax);
     float inv = GIN_EP_FP8_MAX / amax;
     for (int c = 4 * rank; c < GIN_EP_FP8_GROUP; c += 4 * size) {
-      uint32_t w = 0;
-      for (int j = 0; j < 4; j++)
-        w |=
-            (uint32_t)gin_ep_float_to_fp8(gin_ep_bf16_to_float(in[c + j]) * inv)
-            << (8 * j);
+      uint16_t v[4];
+      gin_ep_load4(in + c, vec, v);
+      uint32_t w = gin_ep_fp8x4(v, inv);
       if (vec)
         *(uint32_t *)(q + c) = w;
       else
