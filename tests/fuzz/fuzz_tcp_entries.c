@@ -60,26 +60,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t esz = (24 + ((size_t)n + 7) / 8 + 7) / 8 * 8;
   FUZZ_ASSERT(gin_tcp_entry_bytes(n) == esz);
 
-  char *why = why_len ? malloc(why_len) : NULL;
-  size_t asz = (size_t)n * sizeof(gin_net_addr_t);
-  gin_net_addr_t *addrs = malloc(asz);
-  if ((why_len && !why) || !addrs) {
-    free(why);
-    free(addrs);
+  fuzz_bufs_t b;
+  if (!fuzz_bufs_make(&b, why_len, (size_t)n * sizeof(gin_net_addr_t)))
     return 0;
-  }
-  memset(addrs, 0xa5, asz);
+  char *why = b.why;
+  gin_net_addr_t *addrs = (gin_net_addr_t *)b.out;
   gin_result_t res = gin_tcp_entries_check(t, len, n, why, why_len, addrs);
   FUZZ_ASSERT(res == GIN_SUCCESS || res == GIN_ERR_REMOTE ||
               res == GIN_ERR_INVALID || res == GIN_ERR_PROTOCOL);
   FUZZ_ASSERT(gin_tcp_entries_check(t, len, n, NULL, 0, NULL) == res);
   FUZZ_ASSERT(res == expected(t, len, n, esz));
   if (res != GIN_SUCCESS) {
-    fuzz_check_why(why, why_len);
-    for (size_t i = 0; i < asz; i++)
-      FUZZ_ASSERT(((const uint8_t *)addrs)[i] == 0xa5);
-    free(why);
-    free(addrs);
+    fuzz_bufs_failed(&b);
     return 0;
   }
   free(why);

@@ -77,26 +77,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *t = data + 2;
   size_t len = size - 2;
 
-  char *why = why_len ? malloc(why_len) : NULL;
-  size_t osz = (size_t)n * sizeof(gin_win_rec_t);
-  gin_win_rec_t *out = malloc(osz);
-  if ((why_len && !why) || !out) {
-    free(why);
-    free(out);
-    return 0;
-  }
-  memset(out, 0xa5, osz);
+  fuzz_bufs_t b;
+  if (!fuzz_bufs_make(&b, why_len, (size_t)n * sizeof(gin_win_rec_t))) return 0;
+  char *why = b.why;
+  gin_win_rec_t *out = (gin_win_rec_t *)b.out;
   gin_result_t res = gin_win_recs_check(t, len, n, maxw, why, why_len, out);
   FUZZ_ASSERT(res == GIN_SUCCESS || res == GIN_ERR_INVALID ||
               res == GIN_ERR_INTERNAL || res == GIN_ERR_PROTOCOL);
   FUZZ_ASSERT(gin_win_recs_check(t, len, n, maxw, NULL, 0, NULL) == res);
   FUZZ_ASSERT(res == expected(t, len, n, maxw));
   if (res != GIN_SUCCESS) {
-    fuzz_check_why(why, why_len);
-    for (size_t i = 0; i < osz; i++)
-      FUZZ_ASSERT(((const uint8_t *)out)[i] == 0xa5);
-    free(why);
-    free(out);
+    fuzz_bufs_failed(&b);
     return 0;
   }
   free(why);
