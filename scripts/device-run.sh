@@ -154,14 +154,15 @@ ep_compare() {
   done
   ep_extra
 }
-# EP_EXTRA: one more EP configuration at 2 ranks, twice, both trees (e.g.
-# "-e 384": more local experts than the dispatch receive's block budget).
+# EP_EXTRA: one more EP configuration at EP_EXTRA_N ranks (2 unless
+# set), twice, both trees (e.g. "-e 384": more local experts than the
+# dispatch receive's block budget).
 ep_extra() {
   [ -n "${EP_EXTRA:-}" ] || return 0
-  local i
+  local i n=${EP_EXTRA_N:-2}
   for i in 1 2; do
-    run ep_extra_patched_$i $R -n 2 --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_patched_$i.csv
-    run ep_extra_tree_$i $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_tree_$i.csv
+    run ep_extra_patched_$i $R -n $n --timeout 60 $X/build-xc/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_patched_$i.csv
+    run ep_extra_tree_$i $R -n $n --timeout 60 build-dev/gin_ep_bench_cuda $EP_EXTRA -n 50 -w 5 --csv $OUT/ep_extra_tree_$i.csv
   done
 }
 
@@ -327,7 +328,7 @@ if [ "${MODE:-all}" = check ]; then
   if [ -n "${EXP:-}" ] && [ -f "$EXP" ] && [ "${EXP_WHAT:-}" = ep ]; then
     run ep_memcheck_4 $R -n 4 --timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $E/test_ep_cuda
     export GIN_TIMEOUT_MS=20000
-    ep_compare "2:1 4:1 8:1 2:2 8:2"
+    ep_compare "${EP_COMPARE_RUNS:-2:1 4:1 8:1 2:2 8:2}"
     export GIN_TIMEOUT_MS=15000
   # EXP=patch: gin-perf's 8-byte round trip (checks off) of this tree and
   # of a copy with the patch applied, alternating (a latency experiment;

@@ -82,6 +82,8 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
   off = align_up(off + 2 * (size_t)g->M * g->K * g->H * 2, 256);
   g->off_where = off;
   off = align_up(off + 2 * (size_t)g->M * g->K * 8, 256);
+  g->off_hdr = off;
+  off = align_up(off + 2 * (size_t)g->L * g->R * g->M * 8, 256);
   g->win_bytes = off;
   GIN_ARG_CHECK(gin_ep_nsignals(g) <= (1 << 20),
                 "gin_ep: 2 x (%d local experts x %d ranks + %d max_tokens) "
@@ -186,6 +188,13 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
             ? gin_mem_alloc(g.win_bytes, &ep->mem)
             : GIN_ERROR(GIN_ERR_CUDA,
                         "gin_ep_create: loading the EP kernels: %s", why);
+  /* Combine's `where` words start (and are left by each receive) zero.
+   * Zeroed before the registration, after which peers may write into the
+   * window (a first dispatch's headers can come before this rank's create
+   * returns). */
+  if (res == GIN_SUCCESS)
+    res = gin_mem_set((char *)ep->mem + g.off_where, 0,
+                      g.off_hdr - g.off_where);
   /* Collective from here: a rank that failed to allocate registers NULL,
    * which fails on every rank. */
   gin_result_t wres = gin_window_register(
@@ -213,10 +222,6 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->scratch = (uint64_t *)(o + offs[7]);
   GIN_CHECK_GOTO(gin_mem_set(ep->scratch, 0, ((size_t)g.E + 1 + g.L) * 8), res,
                  free_outputs);
-  /* Combine's `where` words start (and are left by each receive) zero. */
-  GIN_CHECK_GOTO(
-      gin_mem_set((char *)ep->mem + g.off_where, 0, g.win_bytes - g.off_where),
-      res, free_outputs);
   for (int i = 0; i < comm->nranks; i++)
     ep->near += gin_arch_same_device(&comm->peers[comm->rank].dev,
                                      &comm->peers[i].dev) != 0;

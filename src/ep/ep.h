@@ -15,9 +15,14 @@
  *                                     slot in the expert's csend, where
  *                                     the row stayed there; 0 when it
  *                                     came into crecv)
- * A received message: int32 token, top-k slot with GIN_EP_PULLED (one
- * 8-byte put), 8 bytes unused; then the payload (fp8 bytes [H] + fp32
- * scales [H / 128], or bf16 [H]), padded to 16. A sender whose path to
+ *   hdr    [2][L][R][M] uint64      (dispatch arrivals' headers, apart
+ *                                     from their messages: a send's
+ *                                     headers to one rank land in a few
+ *                                     pages, not one page per expert)
+ * A received message: 16 bytes unused, then the payload (fp8 bytes [H] +
+ * fp32 scales [H / 128], or bf16 [H]), padded to 16; its header (int32
+ * token, top-k slot with GIN_EP_PULLED: one 8-byte put) is the message's
+ * word in hdr. A sender whose path to
  * the receiver is direct (its window mapped there) sends the header alone
  * and sets GIN_EP_PULLED: the receiver copies the payload straight from
  * the sender's send slot (one copy in all, not two). The send slots have
@@ -46,7 +51,8 @@
 typedef struct gin_ep_geom {
   int R, L, E, M, K, H, fp8, me;
   size_t msg; /* bytes per dispatch message */
-  size_t off_send, off_recv, off_csend, off_crecv, off_where, win_bytes;
+  size_t off_send, off_recv, off_csend, off_crecv, off_where, off_hdr;
+  size_t win_bytes;
 } gin_ep_geom_t;
 
 /* Everything a kernel needs, by value. */
@@ -99,6 +105,16 @@ GIN_HD_FN size_t gin_ep_recv_off(const gin_ep_geom_t *g, int set, int le,
               (size_t)g->M +
           (size_t)slot) *
              g->msg;
+}
+/* The 8-byte header of dispatch message (set, le, src, slot). */
+GIN_HD_FN size_t gin_ep_hdr_off(const gin_ep_geom_t *g, int set, int le,
+                                int src, int slot) {
+  return g->off_hdr +
+         ((((size_t)set * (size_t)g->L + (size_t)le) * (size_t)g->R +
+           (size_t)src) *
+              (size_t)g->M +
+          (size_t)slot) *
+             8;
 }
 GIN_HD_FN size_t gin_ep_csend_off(const gin_ep_geom_t *g, int le, int slot) {
   return g->off_csend +

@@ -118,8 +118,10 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
         a->pull && (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF)
             ? GIN_EP_PULLED
             : 0;
-    size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, ep_slot(a, t, e));
-    rc = gin_put_value(dc, ctx, world, dst, a->win, roff,
+    int slot = ep_slot(a, t, e);
+    size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, slot);
+    rc = gin_put_value(dc, ctx, world, dst, a->win,
+                       gin_ep_hdr_off(g, a->set, e % g->L, g->me, slot),
                        (uint64_t)(uint32_t)t | (uint64_t)(k | pulled) << 32, 8,
                        gin_remote_none(), EP_WARP);
     if (rc == GIN_SUCCESS && !pulled)
@@ -199,19 +201,19 @@ GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
   return GIN_SUCCESS;
 }
 
-/* Where the payload of received message m (source r, local expert le)
- * is: after its header, or, when the sender set GIN_EP_PULLED, in the
- * sender's send slot of the token, read through rb (source r's window as
- * mapped here, NULL if not). One warp, every lane with the same message;
+/* Where the payload of received message m (source r, local expert le;
+ * its 8-byte header at hw) is: in m after its header's room, or, when
+ * the sender set GIN_EP_PULLED, in the sender's send slot of the token,
+ * read through rb (source r's window as mapped here, NULL if not). One warp, every lane with the same message;
  * NULL after recording the error (a header no correct sender writes: a
  * token or top-k slot out of range, a pull from a window not mapped here;
  * or, before a pull, an aborted communicator: its peers may be gone). *h
  * gets the header. */
 GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
-                                     const char *rb, int r, int le,
-                                     uint32_t *h) {
+                                     const char *hw, const char *rb, int r,
+                                     int le, uint32_t *h) {
   const gin_devcomm_t *dc = &a->dc;
-  memcpy(h, m, 8);
+  memcpy(h, hw, 8);
   int what = gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL);
   if (what == GIN_EP_MSG_BAD) {
     gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
@@ -274,7 +276,9 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
           const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
           size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
           uint32_t h[2];
-          const char *p = ep_payload(&args, m, rb, r, le, h);
+          const char *p = ep_payload(
+              &args, m, args.base + gin_ep_hdr_off(g, args.set, le, r, j), rb,
+              r, le, h);
           if (!p) {
             bad = GIN_ERR_REMOTE;
             break;
