@@ -193,8 +193,8 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
    * window (a first dispatch's headers can come before this rank's create
    * returns). */
   if (res == GIN_SUCCESS)
-    res = gin_mem_set((char *)ep->mem + g.off_where, 0,
-                      g.off_hdr - g.off_where);
+    res =
+        gin_mem_set((char *)ep->mem + g.off_where, 0, g.off_hdr - g.off_where);
   /* Collective from here: a rank that failed to allocate registers NULL,
    * which fails on every rank. */
   gin_result_t wres = gin_window_register(

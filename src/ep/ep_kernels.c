@@ -204,11 +204,11 @@ GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
 /* Where the payload of received message m (source r, local expert le;
  * its 8-byte header at hw) is: in m after its header's room, or, when
  * the sender set GIN_EP_PULLED, in the sender's send slot of the token,
- * read through rb (source r's window as mapped here, NULL if not). One warp, every lane with the same message;
- * NULL after recording the error (a header no correct sender writes: a
- * token or top-k slot out of range, a pull from a window not mapped here;
- * or, before a pull, an aborted communicator: its peers may be gone). *h
- * gets the header. */
+ * read through rb (source r's window as mapped here, NULL if not). One warp,
+ * every lane with the same message; NULL after recording the error (a header no
+ * correct sender writes: a token or top-k slot out of range, a pull from a
+ * window not mapped here; or, before a pull, an aborted communicator: its peers
+ * may be gone). *h gets the header. */
 GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
                                      const char *hw, const char *rb, int r,
                                      int le, uint32_t *h) {
