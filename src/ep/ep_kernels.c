@@ -201,6 +201,45 @@ GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
   return GIN_SUCCESS;
 }
 
+/* Vectors of 16 bytes a lane loads before it stores any (ep_copy_row). */
+#define EP_COPY_BATCH 8
+#if GIN_ARCH_CUDA
+typedef uint4 ep_vec_t;
+#else
+typedef struct ep_vec {
+  uint64_t lo, hi;
+} ep_vec_t;
+#endif
+
+/* One warp copies a row of n bytes from src to dst (combine's send).
+ * With both pointers and n multiples of 16, each lane loads EP_COPY_BATCH
+ * vectors into registers before storing any: a 14 KiB bf16 row in four
+ * memory round trips, where gin_copy_coop (made for copies of any size,
+ * four loads in flight) takes seven; else gin_copy_coop. Not used by the
+ * dispatch receive: there it measured slower (H200, receive 18-19 -> 23-24
+ * us at 2 ranks; its registers cost the waiting kernel blocks). */
+GIN_DEVICE_FN void ep_copy_row(char *dst, const char *src, size_t n, int lane,
+                               int nl) {
+  if ((((uintptr_t)dst | (uintptr_t)src | n) & 15) != 0) {
+    gin_copy_coop(dst, src, n, lane, nl);
+    return;
+  }
+  const ep_vec_t *vs = (const ep_vec_t *)src;
+  ep_vec_t *vd = (ep_vec_t *)dst;
+  size_t nv = n / 16;
+  for (size_t i0 = (size_t)lane; i0 < nv; i0 += EP_COPY_BATCH * (size_t)nl) {
+    ep_vec_t v[EP_COPY_BATCH];
+    for (int b = 0; b < EP_COPY_BATCH; b++) {
+      size_t i = i0 + (size_t)b * (size_t)nl;
+      if (i < nv) v[b] = vs[i];
+    }
+    for (int b = 0; b < EP_COPY_BATCH; b++) {
+      size_t i = i0 + (size_t)b * (size_t)nl;
+      if (i < nv) vd[i] = v[b];
+    }
+  }
+}
+
 /* Where the payload of received message m (source r, local expert le;
  * its 8-byte header at hw) is: in m after its header's room, or, when
  * the sender set GIN_EP_PULLED, in the sender's send slot of the token,
@@ -213,6 +252,9 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
                                      const char *hw, const char *rb, int r,
                                      int le, uint32_t *h) {
   const gin_devcomm_t *dc = &a->dc;
+  /* The gate's load goes out with the header's (one round trip, not two);
+   * it is used only before a pull. */
+  int shut = gin_dev_shut_(dc);
   memcpy(h, hw, 8);
   int what = gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL);
   if (what == GIN_EP_MSG_BAD) {
@@ -221,7 +263,7 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
     return NULL;
   }
   if (what == GIN_EP_MSG_HERE) return m + GIN_EP_HEADER;
-  if (gin_coop_any(EP_WARP, gin_dev_shut_(dc))) {
+  if (gin_coop_any(EP_WARP, shut)) {
     gin_dev_shut_fail_(dc, r);
     return NULL;
   }
@@ -232,9 +274,10 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
  * units (le, u), unit i = le * split + u; block b takes units b, b + grid,
  * ... A unit takes the sources EP_RECV_SOURCES at a time: thread i waits
  * for source i's count and puts it in the block's array, then the warps
- * copy tokens u, u + split, ... (in warp strides) of every source into the
- * outputs (from the arrived message, or from the source's window:
- * ep_payload), sources in rank order; unit 0 writes the layout and the
+ * copy the expert's rows (numbered across sources in rank order) into
+ * the outputs, row n by warp n mod (warps x split) of unit
+ * (n / warps) mod split (from the arrived message, or from the source's
+ * window: ep_payload); unit 0 writes the layout and the
  * count. With one unit per expert the waiting thread moves its shadow;
  * with several, the last unit of the expert to finish (counted in
  * scratch[E + 1 + le]) moves them all, once nobody reads them any more. A
@@ -252,9 +295,11 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP, turn = 0;
   int lane = ep_lane(), nl = gin_coop_size(EP_WARP), split = args.split;
   int wstride = ep_warps_per_block() * split, bad = 0;
+  int wib = ep_warp_in_block();
   for (int unit = gin_block_idx(); unit < g->L * split;
        unit += gin_grid_dim()) {
     int le = unit / split, u = unit % split, off = 0;
+    int mine = u * ep_warps_per_block() + wib; /* this warp's rows, mod */
     int32_t *lay = args.r.layout + (size_t)le * (size_t)g->R * 2;
     for (int r0 = 0; r0 < g->R; r0 += EP_RECV_SOURCES, turn ^= 1) {
       int n = g->R - r0 < EP_RECV_SOURCES ? g->R - r0 : EP_RECV_SOURCES;
@@ -271,7 +316,10 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
         }
         const char *rb =
             (const char *)gin_window_peer_ptr(dc, args.win, world, r, 0);
-        for (int j = u * ep_warps_per_block() + ep_warp_in_block(); j < c;
+        /* The expert's rows off + j go round its units' warps across
+         * sources (not from warp 0 again at each source: a few rows per
+         * source would leave most warps idle). */
+        for (int j = ((mine - off) % wstride + wstride) % wstride; j < c;
              j += wstride) {
           const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
           size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
@@ -356,12 +404,12 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
       if (gin_coop_any(EP_WARP, gin_dev_shut_(dc)))
         return gin_dev_shut_fail_(dc, r);
       char *p = (char *)gin_window_peer_ptr(dc, a->win, world, r, coff);
-      gin_copy_coop(p, row, (size_t)g->H * 2, lane, nl);
+      ep_copy_row(p, row, (size_t)g->H * 2, lane, nl);
       rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);
     } else {
       if (!a->zc) /* else the row is there */
-        gin_copy_coop(a->base + gin_ep_csend_off(g, le, slot), row,
-                      (size_t)g->H * 2, lane, nl);
+        ep_copy_row(a->base + gin_ep_csend_off(g, le, slot), row,
+                    (size_t)g->H * 2, lane, nl);
       rc = gin_put(dc, ctx, world, r, a->win, coff, a->win,
                    gin_ep_csend_off(g, le, slot), (size_t)g->H * 2, inc,
                    gin_local_none(), EP_WARP);
