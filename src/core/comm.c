@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/comm.h"
+#include "core/net.h"
 
 #define GIN_COMM_MAGIC 0x67696e636f6d6d31ull /* "gincomm1" */
 /* Most a report waits for the watcher to name a dead rank when what it
@@ -763,9 +764,34 @@ gin_result_t gin_comm_barrier(gin_comm_t comm) {
 gin_result_t gin_comm_allgather(gin_comm_t comm, const void *sendbuf,
                                 void *recvbuf, size_t bytes) {
   GIN_CHECK(gin_comm_check_(comm, "gin_comm_allgather"));
-  GIN_ARG_CHECK(sendbuf && recvbuf, "gin_comm_allgather: %s is NULL",
-                sendbuf ? "recvbuf" : "sendbuf");
-  char *mine = (char *)recvbuf + (size_t)comm->rank * bytes;
-  if (mine != sendbuf) memmove(mine, sendbuf, bytes);
-  return gin_bs_allgather(comm->bs, recvbuf, bytes);
+  /* Each rank's block is a status word (0, or which of its buffers was
+   * NULL) and its bytes: a rank with a NULL buffer still takes part, so
+   * that every rank fails now instead of waiting for it until the
+   * timeout. */
+  static const char *const what[3] = {"", "sendbuf", "recvbuf"};
+  size_t n = (size_t)comm->nranks, me = (size_t)comm->rank;
+  GIN_ARG_CHECK(bytes <= (SIZE_MAX - 8) / n - 8,
+                "gin_comm_allgather: %zu bytes times %zu ranks overflows",
+                bytes, n);
+  size_t rec = 8 + bytes;
+  uint8_t *all = (uint8_t *)calloc(n, rec);
+  if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_allgather");
+  uint64_t st = !sendbuf ? 1 : !recvbuf ? 2 : 0;
+  gin_le_put64(all + me * rec, st);
+  if (st == 0) memcpy(all + me * rec + 8, sendbuf, bytes);
+  gin_result_t res = gin_bs_allgather(comm->bs, all, rec);
+  if (res == GIN_SUCCESS && st)
+    res =
+        GIN_ERROR(GIN_ERR_INVALID, "gin_comm_allgather: %s is NULL", what[st]);
+  for (size_t r = 0; r < n && res == GIN_SUCCESS; r++) {
+    uint64_t v = gin_le_get64(all + r * rec);
+    if (v != 0)
+      res = GIN_ERROR(GIN_ERR_INVALID,
+                      "gin_comm_allgather: rank %zu passed a NULL %s", r,
+                      v < 3 ? what[v] : "buffer");
+  }
+  for (size_t r = 0; r < n && res == GIN_SUCCESS; r++)
+    memcpy((char *)recvbuf + r * bytes, all + r * rec + 8, bytes);
+  free(all);
+  return res;
 }

@@ -188,6 +188,12 @@ CALL(rank_null_out, gin_comm_rank(t->world, NULL))
 CALL(size_null_out, gin_comm_size(t->world, NULL))
 CALL(allgather_null_send, gin_comm_allgather(t->world, NULL, &t->i, 4))
 CALL(allgather_null_recv, gin_comm_allgather(t->world, &t->i, NULL, 4))
+/* Only rank 0's buffer is NULL: the others must fail at once with it. */
+static int gather_buf[1024];
+CALL(allgather_one_null_recv,
+     gin_comm_allgather(t->world, &t->i, t->rank ? gather_buf : NULL, 4))
+CALL(allgather_huge,
+     gin_comm_allgather(t->world, &t->i, gather_buf, SIZE_MAX / 2))
 
 CALL(destroy_null, gin_comm_destroy(NULL))
 CALL(abort_null, gin_comm_abort(NULL))
@@ -270,6 +276,17 @@ static gin_result_t dcdestroy_unknown(ctx_t *t) {
   t->d = t->dc;
   t->d.id += 1000;
   return gin_devcomm_destroy(t->world, &t->d);
+}
+/* Only rank 0's handle is wrong: the others, whose handles are live, must
+ * fail at once and keep them (the setup row after destroys them). */
+static gin_result_t dcdestroy_one_unknown(ctx_t *t) {
+  t->d = t->dc;
+  if (t->rank == 0) t->d.id += 1000;
+  return gin_devcomm_destroy(t->world, &t->d);
+}
+static gin_result_t dcdestroy_one_null(ctx_t *t) {
+  t->d = t->dc;
+  return gin_devcomm_destroy(t->world, t->rank ? &t->d : NULL);
 }
 
 /* ----------------------------------------------------------------- EP */
@@ -371,6 +388,9 @@ static const bad_case_t cases[] = {
      NULL},
     {"gin_comm_allgather", NUL, allgather_null_recv, INV, "recvbuf is NULL",
      NULL},
+    {"gin_comm_allgather", NUL, allgather_one_null_recv, INV, "recvbuf is NULL",
+     "rank 0 passed a NULL recvbuf"},
+    {"gin_comm_allgather", RNG, allgather_huge, INV, "overflows", NULL},
 
     {"gin_comm_destroy", NUL, destroy_null, INV, "comm is NULL", NULL},
     {"gin_comm_abort", NUL, abort_null, INV, "abort: comm is NULL", NULL},
@@ -458,6 +478,10 @@ static const bad_case_t cases[] = {
      NULL},
     {"gin_devcomm_destroy", NUL, dcdestroy_null_dc, INV, "dcomm is NULL", NULL},
     {"gin_devcomm_destroy", STA, dcdestroy_unknown, INV, "is not live", NULL},
+    {"gin_devcomm_destroy", STA, dcdestroy_one_unknown, INV, "is not live",
+     "rank 0 passed a device communicator that is not live"},
+    {"gin_devcomm_destroy", NUL, dcdestroy_one_null, INV, "dcomm is NULL",
+     "rank 0 passed a NULL dcomm"},
     {"gin_devcomm_destroy", SETUP, setup_dc_destroy, OK, "", NULL},
 
     {"gin_ep_size_hint", NUL, hint_null_out, INV, "bytes_out is NULL", NULL},
