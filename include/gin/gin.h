@@ -145,7 +145,9 @@ gin_result_t gin_comm_barrier(gin_comm_t comm);
 
 /* Collective all-gather over the bootstrap network: rank r's `bytes` at
  * sendbuf land at recvbuf + r*bytes on every rank (recvbuf holds
- * nranks*bytes). sendbuf may alias recvbuf + rank*bytes. */
+ * nranks*bytes). sendbuf may alias recvbuf + rank*bytes. A NULL buffer on
+ * any rank fails the call on every rank (GIN_ERR_INVALID naming it),
+ * recvbuf untouched. */
 gin_result_t gin_comm_allgather(gin_comm_t comm, const void *sendbuf,
                                 void *recvbuf, size_t bytes);
 
@@ -199,8 +201,9 @@ typedef struct gin_devcomm_reqs {
  * plain struct; pass it by value to kernels. reqs may be NULL. */
 gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
                                 gin_devcomm_t *dcomm_out);
-/* Releases a device communicator (collective). GIN_ERR_INVALID if it is
- * not live on comm. */
+/* Releases a device communicator (collective). GIN_ERR_INVALID on every
+ * rank, nothing released anywhere, if it is NULL or not live on comm on
+ * any rank. */
 gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm);
 
 /* ------------------------------------------------------------ settings */
