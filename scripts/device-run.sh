@@ -66,7 +66,8 @@ if [ "${MODE:-all}" != lat ]; then
 cmake -S . -B build-dev -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_FLAGS=-lineinfo \
   >"$OUT/build.log" 2>&1 && cmake --build build-dev -j 16 ${CHECK_QUICK:+--target ginrun \
-  test_ep_cuda test_ep_badinput_cuda conformance_cuda abort_cuda fault_cuda gate_cuda gin_ep_bench_cuda} >>"$OUT/build.log" 2>&1 \
+  test_ep_cuda test_ep_badinput_cuda conformance_cuda abort_cuda fault_cuda gate_cuda gin_ep_bench_cuda \
+  test_ep_liar1_cuda test_ep_liar2_cuda test_ep_liar3_cuda} >>"$OUT/build.log" 2>&1 \
   || { log "BUILD FAILED"; tail -50 "$OUT/build.log"; exit 1; }
 # The same benchmarks without device-side argument checks.
 if [ -z "${CHECK_QUICK:-}" ]; then
@@ -302,6 +303,9 @@ if [ "${MODE:-all}" = check ]; then
   [ -n "${CHECK_QUICK:-}" ] && run ep_badinput_3 $R -n 3 --timeout 60 $E/test_ep_badinput_cuda
   # Odd ranks push their rows, even ranks' are copied from their windows.
   run ep_test_mixedpull_4 $R -n 4 --timeout 60 $E/test_ep_cuda --mixed-pull
+  # Rank 1 lies (a count, headers, `where` words): every rank must fail
+  # at once naming it, or aborted by one that did.
+  for m in 1 2 3; do run ep_liar${m}_3 env GIN_TIMEOUT_MS=10000 $R -n 3 --timeout 60 $E/test_ep_liar${m}_cuda; done
   # EP_AB="VAR=value": the EP benchmark with that setting (set), without
   # (dflt) and with --zero-copy (zc), in turn, at 2 / 4 / 8 ranks and with
   # 16 experts at 2 ranks (several receive units per expert; EP_AB_RUNS

@@ -1,0 +1,130 @@
+/*
+ * A lying peer in EP, end to end: built with a copy of the EP kernels in
+ * which world rank 1 lies to every peer (EP_TEST_LIAR, src/ep/ep_kernels.c):
+ * 1 a dispatch count past max_tokens, 2 dispatch headers naming a token
+ * past max_tokens, 3 combine `where` words naming another expert's rows.
+ * Every rank receives from rank 1 (the routing sends each token to two
+ * ranks, every rank's experts get tokens from every rank), so each rank's
+ * step must fail, within the timeout, with GIN_ERR_REMOTE naming rank 1
+ * and what it sent, or GIN_ERR_ABORTED from a rank that saw it first; at
+ * least one rank must report the lie itself. Then everything is released
+ * on the aborted communicator. Run with ginrun -n N (N >= 3). Exit 0
+ * pass, 1 fail, 77 skip.
+ */
+#include <stdint.h>
+#include <time.h>
+
+#include "gin/gin_ep.h"
+#include "test_common.h"
+
+#define T 8
+#define H 128
+#define K 2
+
+/* What the receivers must say of each lie. */
+static const char *lie_words(void) {
+  switch (EP_TEST_LIAR) {
+  case 1: return "rank 1 announced";
+  case 2: return "rank 1's message for";
+  default: return "rank 1's reply for";
+  }
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int main(void) {
+  int rank, nranks;
+  gin_comm_t world = test_world_init(&rank, &nranks, 3);
+  test_require_device();
+  /* The lie aborts this one; the world stays whole for the tally. */
+  gin_comm_t comm = test_comm_fresh(world, rank, nranks);
+  int E = 2 * nranks;
+  gin_ep_config_t cfg = {T, H, K, E, 0};
+  gin_ep_t ep;
+  TCHECK(gin_ep_create(comm, &cfg, &ep));
+  /* Token t to experts t and t + nranks (mod E): two different ranks;
+   * over the T >= E tokens every rank's experts get tokens from all. */
+  uint16_t hx[T * H];
+  int32_t hidx[T * K];
+  float hw[T * K];
+  for (int i = 0; i < T * H; i++)
+    hx[i] = gin_float_to_bf16((float)(i % 13) - 6.0f);
+  for (int t = 0; t < T; t++) {
+    hidx[t * K] = t % E;
+    hidx[t * K + 1] = (t + nranks) % E;
+    hw[t * K] = hw[t * K + 1] = 0.5f;
+  }
+  uint16_t *x, *out;
+  int32_t *idx;
+  float *w;
+  TCHECK(gin_mem_alloc(sizeof hx, (void **)&x));
+  TCHECK(gin_mem_alloc(sizeof hx, (void **)&out));
+  TCHECK(gin_mem_alloc(sizeof hidx, (void **)&idx));
+  TCHECK(gin_mem_alloc(sizeof hw, (void **)&w));
+  TCHECK(gin_mem_copy(x, hx, sizeof hx));
+  TCHECK(gin_mem_copy(idx, hidx, sizeof hidx));
+  TCHECK(gin_mem_copy(w, hw, sizeof hw));
+  TCHECK(gin_comm_barrier(comm));
+
+  double t0 = now_ms();
+  gin_ep_recv_t recv;
+  gin_result_t rc = gin_ep_dispatch(ep, x, idx, T, &recv, NULL, GIN_EP_BOTH);
+  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+  if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(comm);
+  if (EP_TEST_LIAR == 3) {
+    /* The dispatch is honest: it must succeed. The experts' outputs go
+     * in the combine buffer (zero-copy: the `where` words carry the lie). */
+    TASSERT(rc == GIN_SUCCESS, "rank %d: honest dispatch failed: %s", rank,
+            gin_last_error());
+    TCHECK(gin_comm_barrier(world)); /* every rank's dispatch is done */
+    uint16_t *y;
+    TCHECK(gin_ep_combine_buffer(ep, &y));
+    rc = gin_ep_combine(ep, y, idx, w, T, out, NULL, GIN_EP_BOTH);
+    if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+    if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(comm);
+  }
+  double ms = now_ms() - t0;
+  const char *msg = gin_last_error();
+  int64_t timeout = 60000;
+  const char *env = getenv("GIN_TIMEOUT_MS");
+  if (env) timeout = atoll(env);
+  int saw = rc == GIN_ERR_REMOTE && strstr(msg, lie_words()) != NULL;
+  printf("rank %d: %s after %.1f ms: %s\n", rank, gin_strerror(rc), ms, msg);
+  TASSERT(saw || rc == GIN_ERR_ABORTED,
+          "rank %d: wanted GIN_ERR_REMOTE naming '%s' or GIN_ERR_ABORTED, got "
+          "%s: %s",
+          rank, lie_words(), gin_strerror(rc), msg);
+  TASSERT(ms < (double)timeout, "rank %d: took %.1f ms (timeout %lld ms)", rank,
+          ms, (long long)timeout);
+
+  /* Did any rank see the lie itself? */
+  int *all = (int *)calloc((size_t)nranks, sizeof(int));
+  TASSERT(all, "out of memory");
+  TCHECK(gin_comm_allgather(world, &saw, all, sizeof saw));
+  int seen = 0;
+  for (int r = 0; r < nranks; r++)
+    seen += all[r];
+  free(all);
+  TASSERT(seen > 0, "no rank reported rank 1's lie");
+
+  /* Everything releases on the aborted communicator (gin_ep_destroy
+   * says why it was not collective). */
+  rc = gin_ep_destroy(ep);
+  TASSERT(rc == GIN_SUCCESS || rc == GIN_ERR_ABORTED || rc == GIN_ERR_REMOTE,
+          "rank %d: gin_ep_destroy: %s: %s", rank, gin_strerror(rc),
+          gin_last_error());
+  TCHECK(gin_comm_destroy(comm));
+  TCHECK(gin_mem_free(x));
+  TCHECK(gin_mem_free(out));
+  TCHECK(gin_mem_free(idx));
+  TCHECK(gin_mem_free(w));
+  TCHECK(gin_comm_destroy(world));
+  if (rank == 0)
+    printf("test_ep_liar %d: passed (%d of %d ranks reported the lie)\n",
+           EP_TEST_LIAR, seen, nranks);
+  return 0;
+}
