@@ -97,24 +97,22 @@ gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream);
 GIN_HD_FN size_t gin_ep_send_off(const gin_ep_geom_t *g, int set, int t) {
   return g->off_send + ((size_t)set * (size_t)g->M + (size_t)t) * g->msg;
 }
+/* Dispatch arrival (set, le, src, slot)'s index in [2][L][R][M]. */
+GIN_HD_FN size_t gin_ep_arrival(const gin_ep_geom_t *g, int set, int le,
+                                int src, int slot) {
+  return (((size_t)set * (size_t)g->L + (size_t)le) * (size_t)g->R +
+          (size_t)src) *
+             (size_t)g->M +
+         (size_t)slot;
+}
 GIN_HD_FN size_t gin_ep_recv_off(const gin_ep_geom_t *g, int set, int le,
                                  int src, int slot) {
-  return g->off_recv +
-         ((((size_t)set * (size_t)g->L + (size_t)le) * (size_t)g->R +
-           (size_t)src) *
-              (size_t)g->M +
-          (size_t)slot) *
-             g->msg;
+  return g->off_recv + gin_ep_arrival(g, set, le, src, slot) * g->msg;
 }
-/* The 8-byte header of dispatch message (set, le, src, slot). */
+/* The 8-byte header of that arrival. */
 GIN_HD_FN size_t gin_ep_hdr_off(const gin_ep_geom_t *g, int set, int le,
                                 int src, int slot) {
-  return g->off_hdr +
-         ((((size_t)set * (size_t)g->L + (size_t)le) * (size_t)g->R +
-           (size_t)src) *
-              (size_t)g->M +
-          (size_t)slot) *
-             8;
+  return g->off_hdr + gin_ep_arrival(g, set, le, src, slot) * 8;
 }
 GIN_HD_FN size_t gin_ep_csend_off(const gin_ep_geom_t *g, int le, int slot) {
   return g->off_csend +
