@@ -79,48 +79,37 @@ struct gin_bs {
 
 /* ------------------------------------------------------------- wire */
 
-static void put_le(uint8_t *p, uint64_t v, int n) {
-  for (int i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get_le(const uint8_t *p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; i++)
-    v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 void gin_bs_hello_encode(const gin_bs_hello_t *h, uint8_t *p) {
-  put_le(p, h->magic, 4);
-  put_le(p + 4, h->version, 2);
-  put_le(p + 6, h->kind, 2);
+  gin_le_put32(p, (uint32_t)h->magic);
+  gin_le_put16(p + 4, (uint16_t)h->version);
+  gin_le_put16(p + 6, (uint16_t)h->kind);
   memcpy(p + 8, h->secret, 16);
-  put_le(p + 24, (uint32_t)h->rank, 4);
-  put_le(p + 28, (uint32_t)h->nranks, 4);
-  put_le(p + 32, h->family, 2);
-  put_le(p + 34, h->port, 2);
+  gin_le_put32(p + 24, (uint32_t)h->rank);
+  gin_le_put32(p + 28, (uint32_t)h->nranks);
+  gin_le_put16(p + 32, (uint16_t)h->family);
+  gin_le_put16(p + 34, (uint16_t)h->port);
   memcpy(p + 36, h->addr, 16);
 }
 
 static void bs_hello_decode(const uint8_t *p, gin_bs_hello_t *h) {
-  h->magic = (uint32_t)get_le(p, 4);
-  h->version = (uint16_t)get_le(p + 4, 2);
-  h->kind = (uint16_t)get_le(p + 6, 2);
+  h->magic = (uint32_t)gin_le_get32(p);
+  h->version = (uint16_t)gin_le_get16(p + 4);
+  h->kind = (uint16_t)gin_le_get16(p + 6);
   memcpy(h->secret, p + 8, 16);
-  h->rank = (int32_t)get_le(p + 24, 4);
-  h->nranks = (int32_t)get_le(p + 28, 4);
-  h->family = (uint16_t)get_le(p + 32, 2);
-  h->port = (uint16_t)get_le(p + 34, 2);
+  h->rank = (int32_t)gin_le_get32(p + 24);
+  h->nranks = (int32_t)gin_le_get32(p + 28);
+  h->family = (uint16_t)gin_le_get16(p + 32);
+  h->port = (uint16_t)gin_le_get16(p + 34);
   memcpy(h->addr, p + 36, 16);
 }
 
 void gin_bs_reply_encode(const gin_bs_reply_t *r, uint8_t *p) {
-  put_le(p, GIN_BS_MAGIC, 4);
-  put_le(p + 4, r->status, 4);
-  put_le(p + 8, (uint32_t)r->nranks, 4);
-  put_le(p + 12, (uint32_t)r->a, 4);
-  put_le(p + 16, (uint32_t)r->b, 4);
-  put_le(p + 20, (uint32_t)r->c, 4);
+  gin_le_put32(p, (uint32_t)GIN_BS_MAGIC);
+  gin_le_put32(p + 4, (uint32_t)r->status);
+  gin_le_put32(p + 8, (uint32_t)r->nranks);
+  gin_le_put32(p + 12, (uint32_t)r->a);
+  gin_le_put32(p + 16, (uint32_t)r->b);
+  gin_le_put32(p + 20, (uint32_t)r->c);
 }
 
 static void bs_reply_put(uint8_t *p, int status, int nranks, int a, int b,
@@ -139,12 +128,12 @@ gin_result_t gin_bs_reply_check(const void *buf, size_t len, int nranks,
   if (len != BS_REPLY_BYTES)
     return gin_net_why(why, why_len, bad, "reply of %zu bytes, expected %d",
                        len, BS_REPLY_BYTES);
-  uint32_t magic = (uint32_t)get_le(p, 4);
-  gin_bs_reply_t r = {.status = (uint32_t)get_le(p + 4, 4),
-                      .nranks = (int32_t)get_le(p + 8, 4),
-                      .a = (int32_t)get_le(p + 12, 4),
-                      .b = (int32_t)get_le(p + 16, 4),
-                      .c = (int32_t)get_le(p + 20, 4)};
+  uint32_t magic = (uint32_t)gin_le_get32(p);
+  gin_bs_reply_t r = {.status = (uint32_t)gin_le_get32(p + 4),
+                      .nranks = (int32_t)gin_le_get32(p + 8),
+                      .a = (int32_t)gin_le_get32(p + 12),
+                      .b = (int32_t)gin_le_get32(p + 16),
+                      .c = (int32_t)gin_le_get32(p + 20)};
   if (magic != GIN_BS_MAGIC)
     return gin_net_why(why, why_len, bad, "bad reply magic 0x%08x", magic);
   /* TIMEOUT and REFUSED are news for the caller to report, whatever the
@@ -160,8 +149,8 @@ gin_result_t gin_bs_reply_check(const void *buf, size_t len, int nranks,
 void gin_bs_table_encode(const gin_net_addr_t *addrs, int nranks, uint8_t *p) {
   for (int r = 0; r < nranks; r++) {
     uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
-    put_le(e, addrs[r].family, 2);
-    put_le(e + 2, addrs[r].port, 2);
+    gin_le_put16(e, (uint16_t)addrs[r].family);
+    gin_le_put16(e + 2, (uint16_t)addrs[r].port);
     memcpy(e + 4, addrs[r].addr, 16);
   }
 }
@@ -180,7 +169,8 @@ gin_result_t gin_bs_table_check(const void *buf, size_t len, int nranks,
                        len, want, nranks);
   for (int r = 0; r < nranks; r++) {
     const uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
-    unsigned family = (unsigned)get_le(e, 2), port = (unsigned)get_le(e + 2, 2);
+    unsigned family = (unsigned)gin_le_get16(e),
+             port = (unsigned)gin_le_get16(e + 2);
     if ((family != AF_INET && family != AF_INET6) || (port == 0 && nranks > 1))
       return gin_net_why(why, why_len, bad,
                          "bad address of rank %d in the table (family %u, port "
@@ -188,23 +178,24 @@ gin_result_t gin_bs_table_check(const void *buf, size_t len, int nranks,
                          r, family, port);
   }
   const uint8_t *mine = p + (size_t)self * BS_ENTRY_BYTES;
-  if (get_le(mine + 2, 2) != own->port || memcmp(mine + 4, own->addr, 16) != 0)
+  if (gin_le_get16(mine + 2) != own->port ||
+      memcmp(mine + 4, own->addr, 16) != 0)
     return gin_net_why(why, why_len, bad,
                        "the table's entry for this rank is not the address it "
                        "sent");
   for (int r = 0; addrs_out && r < nranks; r++) {
     const uint8_t *e = p + (size_t)r * BS_ENTRY_BYTES;
-    addrs_out[r].family = (uint16_t)get_le(e, 2);
-    addrs_out[r].port = (uint16_t)get_le(e + 2, 2);
+    addrs_out[r].family = (uint16_t)gin_le_get16(e);
+    addrs_out[r].port = (uint16_t)gin_le_get16(e + 2);
     memcpy(addrs_out[r].addr, e + 4, 16);
   }
   return GIN_SUCCESS;
 }
 
 void gin_bs_coll_encode(uint32_t seq, uint64_t bytes, uint8_t *p) {
-  put_le(p, GIN_BS_COLL_MAGIC, 4);
-  put_le(p + 4, seq, 4);
-  put_le(p + 8, bytes, 8);
+  gin_le_put32(p, (uint32_t)GIN_BS_COLL_MAGIC);
+  gin_le_put32(p + 4, (uint32_t)seq);
+  gin_le_put64(p + 8, (uint64_t)bytes);
 }
 
 gin_result_t gin_bs_coll_check(const void *buf, size_t len, uint32_t seq,
@@ -215,8 +206,9 @@ gin_result_t gin_bs_coll_check(const void *buf, size_t len, uint32_t seq,
     return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
                        "collective header of %zu bytes, expected %d", len,
                        BS_COLL_BYTES);
-  uint32_t magic = (uint32_t)get_le(p, 4), got_seq = (uint32_t)get_le(p + 4, 4);
-  uint64_t got_bytes = get_le(p + 8, 8);
+  uint32_t magic = (uint32_t)gin_le_get32(p),
+           got_seq = (uint32_t)gin_le_get32(p + 4);
+  uint64_t got_bytes = gin_le_get64(p + 8);
   if (magic != GIN_BS_COLL_MAGIC || got_seq != seq || got_bytes != bytes)
     return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
                        "mismatch: the previous rank sent collective %u of %llu "
