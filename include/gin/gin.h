@@ -203,7 +203,9 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
                                 gin_devcomm_t *dcomm_out);
 /* Releases a device communicator (collective). GIN_ERR_INVALID on every
  * rank, nothing released anywhere, if it is NULL or not live on comm on
- * any rank. */
+ * any rank. On an aborted communicator a live handle is released locally
+ * (GIN_SUCCESS); if the bootstrap fails otherwise (a timeout), the error
+ * is returned and the handle stays until gin_comm_destroy. */
 gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm);
 
 /* ------------------------------------------------------------ settings */

@@ -228,7 +228,9 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
   if (!st) return GIN_ERROR(GIN_ERR_NOMEM, "gin_devcomm_destroy");
   st[comm->rank] = mine;
   gin_result_t res = gin_bs_allgather(comm->bs, st, sizeof *st);
-  if (res != GIN_SUCCESS && mine == 0 && gin_comm_aborted_by_(comm))
+  int local_only =
+      res != GIN_SUCCESS && mine == 0 && gin_comm_aborted_by_(comm);
+  if (local_only) /* what peers' words came before the abort do not count */
     res = GIN_SUCCESS;
   else if (res == GIN_SUCCESS && mine == 1)
     res = GIN_ERROR(GIN_ERR_INVALID, "gin_devcomm_destroy: dcomm is NULL");
@@ -237,7 +239,7 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
                     "gin_devcomm_destroy: device communicator %llu is not "
                     "live on this communicator (destroyed twice?)",
                     (unsigned long long)dcomm->id);
-  for (int r = 0; r < comm->nranks && res == GIN_SUCCESS; r++)
+  for (int r = 0; r < comm->nranks && res == GIN_SUCCESS && !local_only; r++)
     if (st[r] != 0)
       res = GIN_ERROR(GIN_ERR_INVALID, "gin_devcomm_destroy: rank %d passed %s",
                       r,

@@ -217,41 +217,37 @@ GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
 
 /* Vectors of 16 bytes a lane loads before it stores any (ep_copy_row). */
 #define EP_COPY_BATCH 8
-#if GIN_ARCH_CUDA
-typedef uint4 ep_vec_t;
-#else
-typedef struct ep_vec {
-  uint64_t lo, hi;
-} ep_vec_t;
-#endif
 
 /* One warp copies a row of n bytes from src to dst (combine's send).
  * With both pointers and n multiples of 16, each lane loads EP_COPY_BATCH
  * vectors into registers before storing any: a 14 KiB bf16 row in four
  * memory round trips, where gin_copy_coop (made for copies of any size,
- * four loads in flight) takes seven; else gin_copy_coop. Not used by the
- * dispatch receive: there it measured slower (H200, receive 18-19 -> 23-24
- * us at 2 ranks; its registers cost the waiting kernel blocks). */
+ * four loads in flight) takes seven; else, and on the host target (a
+ * memcpy there), gin_copy_coop. Not used by the dispatch receive: there it
+ * measured slower (H200, receive 18-19 -> 23-24 us at 2 ranks; its
+ * registers cost the waiting kernel blocks). */
 GIN_DEVICE_FN void ep_copy_row(char *dst, const char *src, size_t n, int lane,
                                int nl) {
-  if ((((uintptr_t)dst | (uintptr_t)src | n) & 15) != 0) {
-    gin_copy_coop(dst, src, n, lane, nl);
+#if GIN_ARCH_CUDA
+  if ((((uintptr_t)dst | (uintptr_t)src | n) & 15) == 0) {
+    const uint4 *vs = (const uint4 *)src;
+    uint4 *vd = (uint4 *)dst;
+    size_t nv = n / 16;
+    for (size_t i0 = (size_t)lane; i0 < nv; i0 += EP_COPY_BATCH * (size_t)nl) {
+      uint4 v[EP_COPY_BATCH];
+      for (int b = 0; b < EP_COPY_BATCH; b++) {
+        size_t i = i0 + (size_t)b * (size_t)nl;
+        if (i < nv) v[b] = vs[i];
+      }
+      for (int b = 0; b < EP_COPY_BATCH; b++) {
+        size_t i = i0 + (size_t)b * (size_t)nl;
+        if (i < nv) vd[i] = v[b];
+      }
+    }
     return;
   }
-  const ep_vec_t *vs = (const ep_vec_t *)src;
-  ep_vec_t *vd = (ep_vec_t *)dst;
-  size_t nv = n / 16;
-  for (size_t i0 = (size_t)lane; i0 < nv; i0 += EP_COPY_BATCH * (size_t)nl) {
-    ep_vec_t v[EP_COPY_BATCH];
-    for (int b = 0; b < EP_COPY_BATCH; b++) {
-      size_t i = i0 + (size_t)b * (size_t)nl;
-      if (i < nv) v[b] = vs[i];
-    }
-    for (int b = 0; b < EP_COPY_BATCH; b++) {
-      size_t i = i0 + (size_t)b * (size_t)nl;
-      if (i < nv) vd[i] = v[b];
-    }
-  }
+#endif
+  gin_copy_coop(dst, src, n, lane, nl);
 }
 
 /* Where the payload of received message m (source r, local expert le;
