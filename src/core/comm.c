@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "core/comm.h"
-#include "core/net.h"
 
 #define GIN_COMM_MAGIC 0x67696e636f6d6d31ull /* "gincomm1" */
 /* Most a report waits for the watcher to name a dead rank when what it
@@ -268,18 +267,30 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
   return GIN_SUCCESS;
 }
 
+gin_result_t gin_comm_statuses_(gin_comm_t comm, int32_t mine, int *first,
+                                int32_t *word) {
+  int32_t *all = (int32_t *)calloc((size_t)comm->nranks, sizeof *all);
+  if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "rank status exchange");
+  all[comm->rank] = mine;
+  gin_result_t res = gin_bs_allgather(comm->bs, all, sizeof *all);
+  if (res == GIN_SUCCESS) {
+    int r = 0;
+    while (r < comm->nranks && all[r] == 0)
+      r++;
+    *first = r < comm->nranks ? r : -1;
+    *word = r < comm->nranks ? all[r] : 0;
+  }
+  free(all);
+  return res;
+}
+
 /* Logical OR of `mine` over all ranks. */
 static gin_result_t comm_any(gin_comm_t c, int mine, int *any_out) {
-  int *all = (int *)calloc((size_t)c->nranks, sizeof(int));
-  if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init");
-  all[c->rank] = mine;
-  gin_result_t res = gin_bs_allgather(c->bs, all, sizeof(int));
-  int any = 0;
-  for (int r = 0; r < c->nranks; r++)
-    any |= all[r];
-  free(all);
-  if (res == GIN_SUCCESS) *any_out = any;
-  return res;
+  int first = -1;
+  int32_t word = 0;
+  GIN_CHECK(gin_comm_statuses_(c, mine != 0, &first, &word));
+  *any_out = first >= 0;
+  return GIN_SUCCESS;
 }
 
 static int comm_has_proxied(gin_comm_t c) {
@@ -764,34 +775,32 @@ gin_result_t gin_comm_barrier(gin_comm_t comm) {
 gin_result_t gin_comm_allgather(gin_comm_t comm, const void *sendbuf,
                                 void *recvbuf, size_t bytes) {
   GIN_CHECK(gin_comm_check_(comm, "gin_comm_allgather"));
-  /* Each rank's block is a status word (0, or which of its buffers was
-   * NULL) and its bytes: a rank with a NULL buffer still takes part, so
-   * that every rank fails now instead of waiting for it until the
-   * timeout. */
-  static const char *const what[3] = {"", "sendbuf", "recvbuf"};
-  size_t n = (size_t)comm->nranks, me = (size_t)comm->rank;
-  GIN_ARG_CHECK(bytes <= (SIZE_MAX - 8) / n - 8,
-                "gin_comm_allgather: %zu bytes times %zu ranks overflows",
-                bytes, n);
-  size_t rec = 8 + bytes;
-  uint8_t *all = (uint8_t *)calloc(n, rec);
-  if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_allgather");
-  uint64_t st = !sendbuf ? 1 : !recvbuf ? 2 : 0;
-  gin_le_put64(all + me * rec, st);
-  if (st == 0) memcpy(all + me * rec + 8, sendbuf, bytes);
-  gin_result_t res = gin_bs_allgather(comm->bs, all, rec);
-  if (res == GIN_SUCCESS && st)
-    res =
-        GIN_ERROR(GIN_ERR_INVALID, "gin_comm_allgather: %s is NULL", what[st]);
-  for (size_t r = 0; r < n && res == GIN_SUCCESS; r++) {
-    uint64_t v = gin_le_get64(all + r * rec);
-    if (v != 0)
-      res = GIN_ERROR(GIN_ERR_INVALID,
-                      "gin_comm_allgather: rank %zu passed a NULL %s", r,
-                      v < 3 ? what[v] : "buffer");
-  }
-  for (size_t r = 0; r < n && res == GIN_SUCCESS; r++)
-    memcpy((char *)recvbuf + r * bytes, all + r * rec + 8, bytes);
-  free(all);
-  return res;
+  /* A rank with a bad argument still takes part (its status word says
+   * which), so that every rank fails now instead of waiting for it until
+   * the timeout. */
+  static const char *const what[4] = {"", "a NULL sendbuf", "a NULL recvbuf",
+                                      "a size that overflows"};
+  size_t n = (size_t)comm->nranks;
+  /* (No object is larger than PTRDIFF_MAX bytes.) */
+  int32_t st = !sendbuf                          ? 1
+               : !recvbuf                        ? 2
+               : bytes > (size_t)PTRDIFF_MAX / n ? 3
+                                                 : 0;
+  int first = -1;
+  int32_t word = 0;
+  GIN_CHECK(gin_comm_statuses_(comm, st, &first, &word));
+  if (st == 3)
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "gin_comm_allgather: %zu bytes times %zu ranks overflows",
+                     bytes, n);
+  if (st)
+    return GIN_ERROR(GIN_ERR_INVALID, "gin_comm_allgather: %s is NULL",
+                     st == 1 ? "sendbuf" : "recvbuf");
+  if (first >= 0)
+    return GIN_ERROR(GIN_ERR_INVALID, "gin_comm_allgather: rank %d passed %s",
+                     first,
+                     word > 0 && word < 4 ? what[word] : "bad arguments");
+  char *mine = (char *)recvbuf + (size_t)comm->rank * bytes;
+  if (mine != sendbuf) memmove(mine, sendbuf, bytes);
+  return gin_bs_allgather(comm->bs, recvbuf, bytes);
 }

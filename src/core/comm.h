@@ -99,6 +99,14 @@ gin_result_t gin_comm_check_(gin_comm_t comm, const char *fn);
 /* Like gin_comm_check_ but succeeds on aborted communicators. */
 gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn);
 
+/* Collective: every rank's status word (0: fine), so that a rank whose
+ * own arguments failed still takes part and the others fail with it at
+ * once. *first gets the lowest rank whose word is nonzero (-1 if none)
+ * and *word that word (0 if none); on a bootstrap error (returned) they
+ * are left alone. */
+gin_result_t gin_comm_statuses_(gin_comm_t comm, int32_t mine, int *first,
+                                int32_t *word);
+
 /* Which rank aborted the communicator (1 + rank), 0 if none: the GPU-side
  * word first, then the CPU-side one. */
 uint32_t gin_comm_aborted_by_(gin_comm_t comm);

@@ -223,15 +223,11 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
    * failing rank too, so that all fail now and none destroys anything
    * (the others' collective teardown would wait for it until the
    * timeout). Once the communicator aborted, the teardown is local. */
-  int32_t mine = !dcomm ? 1 : !*pp ? 2 : 0;
-  int32_t *st = (int32_t *)calloc((size_t)comm->nranks, sizeof *st);
-  if (!st) return GIN_ERROR(GIN_ERR_NOMEM, "gin_devcomm_destroy");
-  st[comm->rank] = mine;
-  gin_result_t res = gin_bs_allgather(comm->bs, st, sizeof *st);
-  int local_only =
-      res != GIN_SUCCESS && mine == 0 && gin_comm_aborted_by_(comm);
-  if (local_only) /* what peers' words came before the abort do not count */
-    res = GIN_SUCCESS;
+  int32_t mine = !dcomm ? 1 : !*pp ? 2 : 0, word = 0;
+  int first = -1;
+  gin_result_t res = gin_comm_statuses_(comm, mine, &first, &word);
+  if (res != GIN_SUCCESS && mine == 0 && gin_comm_aborted_by_(comm))
+    res = GIN_SUCCESS; /* aborted: the teardown is local */
   else if (res == GIN_SUCCESS && mine == 1)
     res = GIN_ERROR(GIN_ERR_INVALID, "gin_devcomm_destroy: dcomm is NULL");
   else if (res == GIN_SUCCESS && mine == 2)
@@ -239,13 +235,10 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
                     "gin_devcomm_destroy: device communicator %llu is not "
                     "live on this communicator (destroyed twice?)",
                     (unsigned long long)dcomm->id);
-  for (int r = 0; r < comm->nranks && res == GIN_SUCCESS && !local_only; r++)
-    if (st[r] != 0)
-      res = GIN_ERROR(GIN_ERR_INVALID, "gin_devcomm_destroy: rank %d passed %s",
-                      r,
-                      st[r] == 1 ? "a NULL dcomm"
-                                 : "a device communicator that is not live");
-  free(st);
+  else if (res == GIN_SUCCESS && first >= 0)
+    res = GIN_ERROR(
+        GIN_ERR_INVALID, "gin_devcomm_destroy: rank %d passed %s", first,
+        word == 1 ? "a NULL dcomm" : "a device communicator that is not live");
   GIN_CHECK(res);
   /* Its rings may still hold descriptors: let the proxy consume them. */
   GIN_CHECK(gin_proxy_quiesce(comm));

@@ -227,8 +227,6 @@ static gin_result_t slot_retire(gin_comm_t c, uint32_t i) {
 
 gin_result_t gin_window_deregister_(gin_comm_t c, gin_window_t win,
                                     int internal) {
-  int32_t *st = (int32_t *)calloc((size_t)c->nranks, sizeof *st);
-  if (!st) return GIN_ERROR(GIN_ERR_NOMEM, "window deregistration");
   gin_result_t local = GIN_SUCCESS;
   if (win.idx >= c->max_windows || !c->wins[win.idx].live ||
       c->wins[win.idx].gen != win.gen || c->wins[win.idx].internal != internal)
@@ -238,25 +236,23 @@ gin_result_t gin_window_deregister_(gin_comm_t c, gin_window_t win,
                       c->rank, win.idx, win.gen);
   /* Descriptors kernels posted before may still name this window. */
   if (local == GIN_SUCCESS) local = gin_proxy_quiesce(c);
-  st[c->rank] = local;
   /* Collective: nobody unmaps while a peer may still be registering. */
-  gin_result_t res = gin_bs_allgather(c->bs, st, sizeof *st);
+  int first = -1;
+  int32_t word = 0;
+  gin_result_t res = gin_comm_statuses_(c, local, &first, &word);
   if (res != GIN_SUCCESS && local == GIN_SUCCESS && gin_comm_aborted_by_(c)) {
     /* Aborted (a rank died): no collective step is left to take, and this
      * rank's views are its own. Release the window here, so its memory
      * can be freed, and report why the communicator is unusable. */
-    free(st);
     slot_retire(c, win.idx);
     return res;
   }
   if (res == GIN_SUCCESS) res = local;
-  for (int r = 0; res == GIN_SUCCESS && r < c->nranks; r++)
-    if (st[r] != GIN_SUCCESS)
-      res = GIN_ERROR(GIN_ERR_INVALID,
-                      "gin_window_deregister: rank %d passed a handle that is "
-                      "not a live window",
-                      r);
-  free(st);
+  if (res == GIN_SUCCESS && first >= 0)
+    res = GIN_ERROR(GIN_ERR_INVALID,
+                    "gin_window_deregister: rank %d passed a handle that is "
+                    "not a live window",
+                    first);
   if (res != GIN_SUCCESS) return res;
   return slot_retire(c, win.idx);
 }
