@@ -305,11 +305,11 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
   int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP, turn = 0;
   int lane = ep_lane(), nl = gin_coop_size(EP_WARP), split = args.split;
   int wstride = ep_warps_per_block() * split, bad = 0;
-  int wib = ep_warp_in_block();
   for (int unit = gin_block_idx(); unit < g->L * split;
        unit += gin_grid_dim()) {
     int le = unit / split, u = unit % split, off = 0;
-    int mine = u * ep_warps_per_block() + wib; /* this warp's rows, mod */
+    /* This warp's rows, mod wstride. */
+    int mine = u * ep_warps_per_block() + ep_warp_in_block();
     int32_t *lay = args.r.layout + (size_t)le * (size_t)g->R * 2;
     for (int r0 = 0; r0 < g->R; r0 += EP_RECV_SOURCES, turn ^= 1) {
       int n = g->R - r0 < EP_RECV_SOURCES ? g->R - r0 : EP_RECV_SOURCES;
