@@ -197,6 +197,57 @@ GIN_KERNEL(k_overwrite, args_t) {
   note_errors(&args, errors);
 }
 
+/* Small puts (gin_put reads up to GIN_SMALL_BYTES into registers before
+ * it looks up the destination): every size from 0 to 17 bytes at 16
+ * source and destination alignments, each into its own 32-byte slot of
+ * the next rank, checked byte by byte with the slot's other bytes still
+ * zero. A second round reuses the source after a flush. */
+#define SM_MAXLEN 18
+#define SM_ALIGNS 16
+#define SM_SLOT 32
+#define SM_SLOTS (SM_MAXLEN * SM_ALIGNS)
+#define SM_ROUND (SM_SLOTS * SM_SLOT)
+GIN_HD_FN unsigned char sm_byte(int tag, int s, int k, int j, size_t t) {
+  return (unsigned char)(test_byte(tag, s, k * SM_SLOTS + j, t) | 1);
+}
+GIN_KERNEL(k_small, args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank, n = dc->nranks;
+  int to = (me + 1) % n, from = (me + n - 1) % n;
+  int cr = gin_coop_rank(args.coop), cs = gin_coop_size(args.coop);
+  char *base = my_base(&args);
+  uint64_t errors = 0;
+  for (int k = 0; k < args.rounds; k++) {
+    if (k > 0) note_rc(&args, gin_flush(dc, 0, args.coop));
+    for (size_t i = (size_t)cr; i < SM_ROUND; i += (size_t)cs)
+      base[i] = (char)sm_byte(args.tag, me, k, (int)(i / SM_SLOT), i % SM_SLOT);
+    gin_coop_sync(args.coop);
+    for (int j = 0; j < SM_SLOTS; j++) {
+      size_t len = (size_t)(j / SM_ALIGNS), sa = (size_t)(j % SM_ALIGNS);
+      size_t da = (sa * 7 + len) % SM_ALIGNS;
+      note_rc(&args,
+              gin_put(dc, 0, world, to, args.win,
+                      REG + (size_t)k * SM_ROUND + (size_t)j * SM_SLOT + da,
+                      args.win, (size_t)j * SM_SLOT + sa, len,
+                      gin_remote_signal_inc(SIG_DATA), gin_local_none(),
+                      args.coop));
+    }
+    note_rc(&args, gin_signal_wait(dc, SIG_DATA, (uint64_t)(k + 1) * SM_SLOTS,
+                                   args.coop));
+    for (size_t i = (size_t)cr; i < SM_ROUND; i += (size_t)cs) {
+      int j = (int)(i / SM_SLOT);
+      size_t len = (size_t)(j / SM_ALIGNS), sa = (size_t)(j % SM_ALIGNS);
+      size_t da = (sa * 7 + len) % SM_ALIGNS, t = i % SM_SLOT;
+      unsigned char want = t >= da && t < da + len
+                               ? sm_byte(args.tag, from, k, j, sa + t - da)
+                               : 0;
+      if ((unsigned char)base[REG + (size_t)k * SM_ROUND + i] != want) errors++;
+    }
+  }
+  note_errors(&args, errors);
+}
+
 /* Signal add and inc from every issuing thread of every rank at once. */
 GIN_KERNEL(k_signals, args_t) {
   const gin_devcomm_t *dc = &args.dc;
@@ -518,6 +569,9 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "overwrite same dst/%s", test_coop_name(co));
     RUN(&t, name, k_overwrite, 1, test_block_threads(co),
         make_args(&t, co, 4, 0, 50 + 2 * c));
+    snprintf(name, sizeof name, "small puts 0-17 B/%s", test_coop_name(co));
+    RUN(&t, name, k_small, 1, test_block_threads(co),
+        make_args(&t, co, 2, 0, 60 + c));
     snprintf(name, sizeof name, "alltoall/%s", test_coop_name(co));
     for (int k = 0; k < 3; k++)
       RUN(&t, name, k_alltoall, t.nranks, test_block_threads(co),

@@ -29,6 +29,17 @@ enum {
                         offset (no indexed constant load) */
   V_RAW_GPU,         /* raw_data_red at GPU scope (release add, acquire
                         poll): the two ranks share one GPU */
+  V_RAW_GPU_COPY,    /* raw_copy at GPU scope: the least a put to a peer on
+                        this GPU does (gin's near path) */
+  V_GPU_WEAK,        /* raw_gpu_copy with plain (weak) load and store, as
+                        gin_put copies */
+  V_GPU_GATE,        /* raw_gpu_copy that also reads the abort gate before
+                        the copy and tests it after, as gin_put */
+  V_GPU_TREE,        /* raw_gpu_copy to the destination gin_put computes
+                        (the window handle's compare tree) */
+  V_GPU_WAIT,        /* raw_gpu_copy's send to signal 0, gin_signal_wait */
+  V_GPU_PUT,         /* gin_put + signal, the waiter polls signal 0 at GPU
+                        scope as raw_gpu_copy */
   V_LIB_WAIT,        /* raw payload + red.add on the signal, gin_signal_wait */
   V_LIB_PUT,         /* gin_put + signal, the waiter spins on the word */
   V_PUT,             /* gin_put + gin_signal_wait: the API (any coop) */
@@ -37,11 +48,13 @@ enum {
 };
 
 static const char *const ladder_names[V_COUNT] = {
-    "raw_store",     "raw_red",   "raw_data",    "raw_data_red",    "raw_copy",
-    "raw_copy_cold", "raw_table", "raw_peersig", "raw_peersig_imm", "raw_gpu",
-    "lib_wait",      "lib_put",   "put",         "signal"};
+    "raw_store",       "raw_red",       "raw_data",     "raw_data_red",
+    "raw_copy",        "raw_copy_cold", "raw_table",    "raw_peersig",
+    "raw_peersig_imm", "raw_gpu",       "raw_gpu_copy", "gpu_weak",
+    "gpu_gate",        "gpu_tree",      "gpu_wait",     "gpu_put",
+    "lib_wait",        "lib_put",       "put",          "signal"};
 
-#define V_RAW_LAST V_RAW_GPU /* variants up to here bypass the library */
+#define V_RAW_LAST V_GPU_TREE /* variants up to here bypass the library */
 
 /* GPU-scope flavours of the release add and acquire load (the ladder's
  * question: what does system scope cost when both ranks share a GPU). */
@@ -141,6 +154,42 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
       add_release_gpu(theirs, 1);
     }
     break;
+  case V_RAW_GPU_COPY:
+    if (lead) {
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) =
+          *(const volatile uint64_t *)a->src;
+      add_release_gpu(theirs, 1);
+    }
+    break;
+  case V_GPU_WEAK:
+    if (lead) {
+      theirs[PERF_DATA / 8] = *a->src;
+      add_release_gpu(theirs, 1);
+    }
+    break;
+  case V_GPU_GATE:
+    if (lead) {
+      int shut = gin_load_cached_u32(dc->gate) != 0;
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) =
+          *(const volatile uint64_t *)a->src;
+      if (!shut) add_release_gpu(theirs, 1);
+    }
+    break;
+  case V_GPU_TREE:
+    if (lead) {
+      uint64_t *t = (uint64_t *)gin_dev_base_(dc, a->win, peer);
+      *(volatile uint64_t *)(t + PERF_DATA / 8) =
+          *(const volatile uint64_t *)a->src;
+      add_release_gpu(t, 1);
+    }
+    break;
+  case V_GPU_WAIT:
+    if (lead) {
+      *(volatile uint64_t *)(theirs + PERF_DATA / 8) =
+          *(const volatile uint64_t *)a->src;
+      add_release_gpu(their_sig, 1);
+    }
+    break;
   case V_RAW_TABLE:
     if (lead) {
       uint64_t *t = (uint64_t *)gin_dev_base_(dc, a->win, peer);
@@ -159,7 +208,7 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
     gin_signal(dc, 0, gin_team_world(dc), peer, gin_remote_signal_inc(0),
                a->coop);
     break;
-  default: /* V_LIB_PUT, V_PUT */
+  default: /* V_GPU_PUT, V_LIB_PUT, V_PUT */
     gin_put(dc, 0, gin_team_world(dc), peer, a->win, PERF_DATA, a->win,
             PERF_DATA, a->bytes, gin_remote_signal_inc(0), gin_local_none(),
             a->coop);
@@ -172,9 +221,11 @@ GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
   if (a->variant == V_RAW_PEERSIG || a->variant == V_RAW_PEERSIG_IMM) {
     spin_until(&dc->signals[PEERSIG_SLOT], want);
     gin_coop_sync(a->coop);
-  } else if (a->variant == V_RAW_GPU) {
+  } else if ((a->variant >= V_RAW_GPU && a->variant <= V_RAW_LAST) ||
+             a->variant == V_GPU_PUT) {
+    const uint64_t *w = a->variant == V_GPU_PUT ? &dc->signals[0] : mine;
     uint64_t t0 = gin_time_ns();
-    for (uint32_t i = 0; load_acquire_gpu(mine) < want; i++)
+    for (uint32_t i = 0; load_acquire_gpu(w) < want; i++)
       if ((i & 1023) == 1023 && gin_time_ns() - t0 > PERF_SPIN_LIMIT_NS) break;
     gin_coop_sync(a->coop);
   } else if (a->variant <= V_RAW_LAST) {
