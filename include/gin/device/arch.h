@@ -435,6 +435,83 @@ GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
 }
 #endif
 
+/* ---------------------------------------------------------- small copy */
+
+/* Up to GIN_SMALL_BYTES bytes held in registers (byte i at bits 8i of lo,
+ * then of hi). A small put reads its source into one of these as soon as
+ * it may, so that the read's memory latency passes while the call finds
+ * its destination, then stores it. */
+#define GIN_SMALL_BYTES 16
+typedef struct gin_small {
+  uint64_t lo, hi;
+} gin_small_t;
+
+#if GIN_ARCH_CUDA
+/* Reads n <= GIN_SMALL_BYTES bytes at src: one load where the size and
+ * alignment allow it, else independent byte loads (all in flight). */
+GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
+  gin_small_t v = {0, 0};
+  uintptr_t a = (uintptr_t)src;
+  if (n == 8 && (a & 7) == 0) {
+    v.lo = *(const uint64_t *)src;
+  } else if (n == 16 && (a & 15) == 0) {
+    uint4 q = *(const uint4 *)src;
+    v.lo = q.x | (uint64_t)q.y << 32;
+    v.hi = q.z | (uint64_t)q.w << 32;
+  } else if (n == 4 && (a & 3) == 0) {
+    v.lo = *(const uint32_t *)src;
+  } else {
+#pragma unroll
+    for (int i = 0; i < GIN_SMALL_BYTES; i++) {
+      if ((size_t)i >= n) break;
+      uint64_t b = (unsigned char)src[i];
+      if (i < 8)
+        v.lo |= b << (8 * i);
+      else
+        v.hi |= b << (8 * (i - 8));
+    }
+  }
+  return v;
+}
+/* Writes the first n bytes of v at dst (as gin_small_load reads them). */
+GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
+  uintptr_t a = (uintptr_t)dst;
+  if (n == 8 && (a & 7) == 0) {
+    *(uint64_t *)dst = v.lo;
+  } else if (n == 16 && (a & 15) == 0) {
+    *(uint4 *)dst = make_uint4((uint32_t)v.lo, (uint32_t)(v.lo >> 32),
+                               (uint32_t)v.hi, (uint32_t)(v.hi >> 32));
+  } else if (n == 4 && (a & 3) == 0) {
+    *(uint32_t *)dst = (uint32_t)v.lo;
+  } else {
+#pragma unroll
+    for (int i = 0; i < GIN_SMALL_BYTES; i++) {
+      if ((size_t)i >= n) break;
+      dst[i] = (char)(i < 8 ? v.lo >> (8 * i) : v.hi >> (8 * (i - 8)));
+    }
+  }
+}
+#else
+GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
+  gin_small_t v = {0, 0};
+  unsigned char b[GIN_SMALL_BYTES] = {0};
+  memcpy(b, src, n);
+  for (int i = 0; i < 8; i++) {
+    v.lo |= (uint64_t)b[i] << (8 * i);
+    v.hi |= (uint64_t)b[i + 8] << (8 * i);
+  }
+  return v;
+}
+GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
+  unsigned char b[GIN_SMALL_BYTES];
+  for (int i = 0; i < 8; i++) {
+    b[i] = (unsigned char)(v.lo >> (8 * i));
+    b[i + 8] = (unsigned char)(v.hi >> (8 * i));
+  }
+  memcpy(dst, b, n);
+}
+#endif
+
 /* ---------------------------------------------------------- bulk copy */
 
 /* Copies n bytes with the threads of a coop (rank r of size s), using the

@@ -103,18 +103,17 @@ GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
           ->win_bases[(size_t)win.idx * (size_t)dc->nranks + (size_t)w]);
 }
 
-/* The path to world rank w (by value for the first GIN_INLINE_PEERS). */
-GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
-  if (w < GIN_INLINE_PEERS)
-    return (int)((dc->path_inline >> (8 * w)) & (0xff & ~GIN_PATH_NEAR));
+/* The route to world rank w: its GIN_PATH_*, with GIN_PATH_NEAR where w
+ * runs on this GPU (known for the first GIN_INLINE_PEERS, by value;
+ * others are read from the table and treated as far). A call decodes it
+ * once and hands it on. */
+GIN_DEVICE_FN int gin_dev_route_(const gin_devcomm_t *dc, int w) {
+  if (w < GIN_INLINE_PEERS) return (int)((dc->path_inline >> (8 * w)) & 0xff);
   return gin_ro_u8(&dc->path[w]);
 }
-
-/* Whether world rank w runs on this GPU (known for the first
- * GIN_INLINE_PEERS; others are treated as far). */
-GIN_DEVICE_FN int gin_dev_near_(const gin_devcomm_t *dc, int w) {
-  return w < GIN_INLINE_PEERS &&
-         ((dc->path_inline >> (8 * w)) & GIN_PATH_NEAR) != 0;
+/* The path to world rank w. */
+GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
+  return gin_dev_route_(dc, w) & ~GIN_PATH_NEAR;
 }
 
 /* Rank w's signal array (by value for the first GIN_INLINE_PEERS; the

@@ -85,7 +85,7 @@ GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc) {
  * thread's payload stores that the barrier ordered before it (PTX memory
  * model; a release is a fence.acq_rel and the write, so a fence of its
  * own before it would add nothing). */
-GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w,
+GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
                                    gin_remote_t remote) {
   if (remote.kind == GIN_REMOTE_NONE) return;
   /* Mark the kind of update in the target's mode word (no round trip);
@@ -100,14 +100,14 @@ GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w,
                            remote.signal,
                        remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
                                                             : GIN_SIGMODE_ADD);
-  if (gin_dev_near_(dc, w)) /* same GPU: GPU scope orders enough */
+  if (route & GIN_PATH_NEAR) /* same GPU: GPU scope orders enough */
     gin_add_release_gpu_u64(&sig[remote.signal], remote.value);
   else
     gin_add_release_u64(&sig[remote.signal], remote.value);
 }
 
-GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
-  switch (gin_dev_path_(dc, w)) {
+GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
+  switch (route & ~GIN_PATH_NEAR) {
   case GIN_PATH_SELF:
   case GIN_PATH_DIRECT: return GIN_SUCCESS;
   case GIN_PATH_PROXY:
@@ -116,7 +116,7 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w) {
   default: break;
   }
   return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w, -1,
-                       0, gin_dev_path_(dc, w), 0, 0);
+                       0, (uint64_t)(route & ~GIN_PATH_NEAR), 0, 0);
 }
 
 /* Whether direct writes into peers must stop (gin_devcomm_t.gate). Read
@@ -238,12 +238,21 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     return rc;
   const gin_dev_window_t *dw = &dwv, *sw = &swv;
   if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, bytes)) ||
-      (rc = gin_dev_range_(dc, sw, src, dc->rank, src_off, bytes)) ||
-      (rc = gin_dev_actions_(dc, w, remote, local)) ||
-      (rc = gin_dev_path_ok_(dc, w)))
+      (rc = gin_dev_range_(dc, sw, src, dc->rank, src_off, bytes)))
     return rc;
-
-  if (gin_dev_path_(dc, w) == GIN_PATH_PROXY)
+  /* Up to GIN_SMALL_BYTES, the coop's first thread reads the source into
+   * registers before it looks up the destination (gin_small_t); a lone
+   * thread (which sees its own writes) as soon as the source is checked,
+   * before the route. */
+  const char *s = gin_dev_base_(dc, src, dc->rank) + src_off;
+  int small = bytes <= GIN_SMALL_BYTES;
+  gin_small_t v = {0, 0};
+  if (small && coop == GIN_COOP_THREAD) v = gin_small_load(s, bytes);
+  int route = gin_dev_route_(dc, w);
+  if ((rc = gin_dev_actions_(dc, w, remote, local)) ||
+      (rc = gin_dev_path_ok_(dc, w, route)))
+    return rc;
+  if ((route & ~GIN_PATH_NEAR) == GIN_PATH_PROXY)
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
                          bytes, remote, local, coop);
   /* Direct path: this coop's threads move the bytes themselves, once all
@@ -252,13 +261,18 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   int shut = gin_dev_shut_(dc);
   gin_coop_sync(coop);
-  gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off,
-                gin_dev_base_(dc, src, dc->rank) + src_off, bytes, cr, cs);
+  if (small) {
+    if (cr == 0 && coop != GIN_COOP_THREAD) v = gin_small_load(s, bytes);
+    char *d = gin_dev_base_(dc, dst, w) + dst_off;
+    if (cr == 0) gin_small_store(d, v, bytes);
+  } else {
+    gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off, s, bytes, cr, cs);
+  }
   if (gin_coop_any(coop, shut)) return gin_dev_shut_fail_(dc, w);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
     return GIN_SUCCESS;
   if (cr == 0) {
-    gin_dev_remote_(dc, w, remote);
+    gin_dev_remote_(dc, w, route, remote);
     if (local.kind == GIN_LOCAL_COUNTER_INC)
       gin_add_release_u64(&dc->counters[local.counter], 1);
   }
@@ -281,11 +295,12 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
   if (GIN_DEV_CHECKS_ON && (bytes < 1 || bytes > 8))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_RANGE, w, dst.idx, dst_off,
                         (uint64_t)bytes);
+  int route = gin_dev_route_(dc, w);
   if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, (size_t)bytes)) ||
       (rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
-      (rc = gin_dev_path_ok_(dc, w)))
+      (rc = gin_dev_path_ok_(dc, w, route)))
     return rc;
-  if (gin_dev_path_(dc, w) == GIN_PATH_PROXY)
+  if ((route & ~GIN_PATH_NEAR) == GIN_PATH_PROXY)
     return gin_dev_post_(dc, ctx, GIN_OP_PUT_VALUE, w, dst, dst_off, dst, value,
                          (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
@@ -301,7 +316,7 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
       for (int i = 0; i < bytes; i++)
         d[i] = (char)(value >> (8 * i));
     }
-    gin_dev_remote_(dc, w, remote);
+    gin_dev_remote_(dc, w, route, remote);
   }
   return GIN_SUCCESS; /* as gin_put: no failure past the checks */
 }
@@ -313,16 +328,17 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     return rc;
   if (GIN_DEV_CHECKS_ON && remote.kind == GIN_REMOTE_NONE)
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_SIGNAL, w, remote.signal, 0, 2);
+  int route = gin_dev_route_(dc, w);
   if ((rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
-      (rc = gin_dev_path_ok_(dc, w)))
+      (rc = gin_dev_path_ok_(dc, w, route)))
     return rc;
-  if (gin_dev_path_(dc, w) == GIN_PATH_PROXY) {
+  if ((route & ~GIN_PATH_NEAR) == GIN_PATH_PROXY) {
     gin_window_t none = gin_window_none();
     return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0, remote,
                          gin_local_none(), coop);
   }
   if (gin_coop_any(coop, gin_dev_shut_(dc))) return gin_dev_shut_fail_(dc, w);
-  if (gin_coop_rank(coop) == 0) gin_dev_remote_(dc, w, remote);
+  if (gin_coop_rank(coop) == 0) gin_dev_remote_(dc, w, route, remote);
   return GIN_SUCCESS; /* as gin_put: no failure past the checks */
 }
 
@@ -495,7 +511,7 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   for (int m = 0; m < team.size; m++) {
     int w = gin_team_world_rank(team, m);
-    int rc = gin_dev_path_ok_(dc, w);
+    int rc = gin_dev_path_ok_(dc, w, gin_dev_route_(dc, w));
     if (rc) return rc;
   }
   /* Every thread's earlier writes must precede the arrivals: direct ones
