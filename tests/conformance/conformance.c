@@ -197,11 +197,14 @@ GIN_KERNEL(k_overwrite, args_t) {
   note_errors(&args, errors);
 }
 
-/* Small puts (gin_put reads up to GIN_SMALL_BYTES into registers before
- * it looks up the destination): every size from 0 to 17 bytes at 16
- * source and destination alignments, each into its own 32-byte slot of
- * the next rank, checked byte by byte with the slot's other bytes still
- * zero. A second round reuses the source after a flush. */
+/* Small puts (gin_put reads up to GIN_SMALL_BYTES per thread into
+ * registers before it looks up the destination): every size from 0 to 17
+ * bytes at 16 source and destination alignments, each into its own
+ * 32-byte slot of the next rank, checked byte by byte with the slot's
+ * other bytes still zero; a second round reuses the source after a flush.
+ * Then sizes 2^5..2^10 and one either side (the per-thread parts' edges
+ * for warps and blocks) at three alignments, once the next rank has
+ * checked the first part. */
 #define SM_MAXLEN 18
 #define SM_ALIGNS 16
 #define SM_SLOT 32
@@ -210,6 +213,17 @@ GIN_KERNEL(k_overwrite, args_t) {
 GIN_HD_FN unsigned char sm_byte(int tag, int s, int k, int j, size_t t) {
   return (unsigned char)(test_byte(tag, s, k * SM_SLOTS + j, t) | 1);
 }
+#define MD_SIZES 18
+#define MD_ALIGNS 3
+#define MD_SLOT 1056
+#define MD_SLOTS (MD_SIZES * MD_ALIGNS)
+/* Slot j of the second part: its length, source and destination offsets. */
+GIN_HD_FN size_t md_len(int j) {
+  int i = j / MD_ALIGNS;
+  return ((size_t)1 << (5 + i / 3)) + (size_t)(i % 3) - 1;
+}
+GIN_HD_FN size_t md_sa(int j) { return (size_t)(j % MD_ALIGNS) * 3; }
+GIN_HD_FN size_t md_da(int j) { return (md_sa(j) * 5 + md_len(j)) % 16; }
 GIN_KERNEL(k_small, args_t) {
   const gin_devcomm_t *dc = &args.dc;
   gin_team_t world = gin_team_world(dc);
@@ -244,6 +258,37 @@ GIN_KERNEL(k_small, args_t) {
                                : 0;
       if ((unsigned char)base[REG + (size_t)k * SM_ROUND + i] != want) errors++;
     }
+  }
+  /* Second part: the next rank's destination is free once it checked it
+   * and zeroed it again. */
+  for (size_t i = (size_t)cr; i < MD_SLOTS * MD_SLOT; i += (size_t)cs)
+    base[REG + i] = 0;
+  gin_coop_sync(args.coop);
+  note_rc(&args, gin_signal(dc, 0, world, from, gin_remote_signal_inc(SIG_ACK),
+                            args.coop));
+  note_rc(&args, gin_signal_wait(dc, SIG_ACK, 1, args.coop));
+  note_rc(&args, gin_flush(dc, 0, args.coop));
+  for (size_t i = (size_t)cr; i < MD_SLOTS * MD_SLOT; i += (size_t)cs)
+    base[i] =
+        (char)sm_byte(args.tag + 1, me, 0, (int)(i / MD_SLOT), i % MD_SLOT);
+  gin_coop_sync(args.coop);
+  for (int j = 0; j < MD_SLOTS; j++)
+    note_rc(&args, gin_put(dc, 0, world, to, args.win,
+                           REG + (size_t)j * MD_SLOT + md_da(j), args.win,
+                           (size_t)j * MD_SLOT + md_sa(j), md_len(j),
+                           gin_remote_signal_inc(SIG_DATA), gin_local_none(),
+                           args.coop));
+  note_rc(&args, gin_signal_wait(dc, SIG_DATA,
+                                 (uint64_t)args.rounds * SM_SLOTS + MD_SLOTS,
+                                 args.coop));
+  for (size_t i = (size_t)cr; i < MD_SLOTS * MD_SLOT; i += (size_t)cs) {
+    int j = (int)(i / MD_SLOT);
+    size_t t = i % MD_SLOT, da = md_da(j), len = md_len(j);
+    unsigned char want =
+        t >= da && t < da + len
+            ? sm_byte(args.tag + 1, from, 0, j, md_sa(j) + t - da)
+            : 0;
+    if ((unsigned char)base[REG + i] != want) errors++;
   }
   note_errors(&args, errors);
 }
@@ -569,7 +614,7 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "overwrite same dst/%s", test_coop_name(co));
     RUN(&t, name, k_overwrite, 1, test_block_threads(co),
         make_args(&t, co, 4, 0, 50 + 2 * c));
-    snprintf(name, sizeof name, "small puts 0-17 B/%s", test_coop_name(co));
+    snprintf(name, sizeof name, "small puts 0-1025 B/%s", test_coop_name(co));
     RUN(&t, name, k_small, 1, test_block_threads(co),
         make_args(&t, co, 2, 0, 60 + c));
     snprintf(name, sizeof name, "alltoall/%s", test_coop_name(co));

@@ -438,9 +438,10 @@ GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
 /* ---------------------------------------------------------- small copy */
 
 /* Up to GIN_SMALL_BYTES bytes held in registers (byte i at bits 8i of lo,
- * then of hi). A small put reads its source into one of these as soon as
- * it may, so that the read's memory latency passes while the call finds
- * its destination, then stores it. */
+ * then of hi). A small put (up to GIN_SMALL_BYTES per thread of its coop)
+ * reads its source into these as soon as it may, so that the read's
+ * memory latency passes while the call finds its destination, then
+ * stores them. */
 #define GIN_SMALL_BYTES 16
 typedef struct gin_small {
   uint64_t lo, hi;
@@ -458,6 +459,9 @@ GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
     uint4 q = *(const uint4 *)src;
     v.lo = q.x | (uint64_t)q.y << 32;
     v.hi = q.z | (uint64_t)q.w << 32;
+  } else if (n == 16 && (a & 7) == 0) {
+    v.lo = ((const uint64_t *)src)[0];
+    v.hi = ((const uint64_t *)src)[1];
   } else if (n == 4 && (a & 3) == 0) {
     v.lo = *(const uint32_t *)src;
   } else {
@@ -481,6 +485,9 @@ GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
   } else if (n == 16 && (a & 15) == 0) {
     *(uint4 *)dst = make_uint4((uint32_t)v.lo, (uint32_t)(v.lo >> 32),
                                (uint32_t)v.hi, (uint32_t)(v.hi >> 32));
+  } else if (n == 16 && (a & 7) == 0) {
+    ((uint64_t *)dst)[0] = v.lo;
+    ((uint64_t *)dst)[1] = v.hi;
   } else if (n == 4 && (a & 3) == 0) {
     *(uint32_t *)dst = (uint32_t)v.lo;
   } else {

@@ -240,14 +240,14 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, bytes)) ||
       (rc = gin_dev_range_(dc, sw, src, dc->rank, src_off, bytes)))
     return rc;
-  /* Up to GIN_SMALL_BYTES, the coop's first thread reads the source into
-   * registers before it looks up the destination (gin_small_t); a lone
-   * thread (which sees its own writes) as soon as the source is checked,
-   * before the route. */
+  /* Up to GIN_SMALL_BYTES per thread, the coop's threads read the source
+   * into registers before they look up the destination (gin_small_t);
+   * a lone thread (which sees its own writes) as soon as the source is
+   * checked, before the route. */
   const char *s = gin_dev_base_(dc, src, dc->rank) + src_off;
-  int small = bytes <= GIN_SMALL_BYTES;
   gin_small_t v = {0, 0};
-  if (small && coop == GIN_COOP_THREAD) v = gin_small_load(s, bytes);
+  if (coop == GIN_COOP_THREAD && bytes <= GIN_SMALL_BYTES)
+    v = gin_small_load(s, bytes);
   int route = gin_dev_route_(dc, w);
   if ((rc = gin_dev_actions_(dc, w, remote, local)) ||
       (rc = gin_dev_path_ok_(dc, w, route)))
@@ -261,10 +261,17 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   int shut = gin_dev_shut_(dc);
   gin_coop_sync(coop);
-  if (small) {
-    if (cr == 0 && coop != GIN_COOP_THREAD) v = gin_small_load(s, bytes);
+  if (bytes <= (size_t)GIN_SMALL_BYTES * (size_t)cs) {
+    /* Every thread of the coop reads its part (GIN_SMALL_BYTES from
+     * cr * GIN_SMALL_BYTES) into registers, then looks up the
+     * destination. */
+    size_t o = (size_t)cr * GIN_SMALL_BYTES;
+    size_t len = o >= bytes                    ? 0
+                 : bytes - o < GIN_SMALL_BYTES ? bytes - o
+                                               : GIN_SMALL_BYTES;
+    if (coop != GIN_COOP_THREAD && len) v = gin_small_load(s + o, len);
     char *d = gin_dev_base_(dc, dst, w) + dst_off;
-    if (cr == 0) gin_small_store(d, v, bytes);
+    if (len) gin_small_store(d + o, v, len);
   } else {
     gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off, s, bytes, cr, cs);
   }
