@@ -269,8 +269,8 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
 
 gin_result_t gin_comm_statuses_(gin_comm_t comm, int32_t mine, int *first,
                                 int32_t *word) {
-  int32_t *all = (int32_t *)calloc((size_t)comm->nranks, sizeof *all);
-  if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "rank status exchange");
+  int32_t *all = comm->statuses;
+  memset(all, 0, sizeof *all * (size_t)comm->nranks);
   all[comm->rank] = mine;
   gin_result_t res = gin_bs_allgather(comm->bs, all, sizeof *all);
   if (res == GIN_SUCCESS) {
@@ -280,7 +280,6 @@ gin_result_t gin_comm_statuses_(gin_comm_t comm, int32_t mine, int *first,
     *first = r < comm->nranks ? r : -1;
     *word = r < comm->nranks ? all[r] : 0;
   }
-  free(all);
   return res;
 }
 
@@ -340,6 +339,7 @@ static void comm_free(gin_comm_t c) {
   gin_arch_dev_free(c->peer_ctrl_devtab);
   free(c->peer_ctrl);
   free(c->peer_ctrl_cookie);
+  free(c->statuses);
   free(c->lsa_ranks);
   free(c->path);
   free(c->path_mapped);
@@ -382,8 +382,9 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
   c->lsa_ranks = (int *)calloc(n, sizeof(int));
   c->peer_ctrl = (gin_ctrl_t **)calloc(n, sizeof(gin_ctrl_t *));
   c->peer_ctrl_cookie = (void **)calloc(n, sizeof(void *));
+  c->statuses = (int32_t *)calloc(n, sizeof(int32_t));
   if (!c->peers || !c->path || !c->path_mapped || !c->transport ||
-      !c->lsa_ranks || !c->peer_ctrl || !c->peer_ctrl_cookie) {
+      !c->lsa_ranks || !c->peer_ctrl || !c->peer_ctrl_cookie || !c->statuses) {
     res =
         GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: tables for %d ranks", nranks);
     goto free_comm;

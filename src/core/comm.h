@@ -74,6 +74,9 @@ struct gin_comm {
   gin_ctrl_t **peer_ctrl;        /* [nranks] host views (NULL: none) */
   gin_ctrl_t **peer_ctrl_devtab; /* device array [nranks] of device views */
   void **peer_ctrl_cookie;
+  int32_t *statuses;  /* [nranks] gin_comm_statuses_'s buffer, allocated
+                         with the communicator so the exchange cannot fail
+                         for want of memory on one rank only */
   uint32_t *gate_dev; /* device word, set once aborted (gin_devcomm_t.gate) */
   uint32_t gate_shut; /* gin_comm_gate_shut_ ran (atomic) */
   /* windows */
@@ -101,9 +104,9 @@ gin_result_t gin_comm_check_live_(gin_comm_t comm, const char *fn);
 
 /* Collective: every rank's status word (0: fine), so that a rank whose
  * own arguments failed still takes part and the others fail with it at
- * once. *first gets the lowest rank whose word is nonzero (-1 if none)
- * and *word that word (0 if none); on a bootstrap error (returned) they
- * are left alone. */
+ * once. Allocates nothing (comm->statuses). *first gets the lowest rank
+ * whose word is nonzero (-1 if none) and *word that word (0 if none); on
+ * a bootstrap error (returned) they are left alone. */
 gin_result_t gin_comm_statuses_(gin_comm_t comm, int32_t mine, int *first,
                                 int32_t *word);
 
