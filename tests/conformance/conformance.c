@@ -260,7 +260,8 @@ GIN_KERNEL(k_small, args_t) {
     }
   }
   /* Second part: the next rank's destination is free once it checked it
-   * and zeroed it again. */
+   * and zeroed it again (after every thread's check). */
+  gin_coop_sync(args.coop);
   for (size_t i = (size_t)cr; i < MD_SLOTS * MD_SLOT; i += (size_t)cs)
     base[REG + i] = 0;
   gin_coop_sync(args.coop);

@@ -360,9 +360,21 @@ void perf_ladder(perf_env_t *env) {
   ensure_raw_floor(env);
   perf_note(env, "ladder: the 8-byte exchange built up from the raw floor, "
                  "one library piece per step (thread-issued)");
+  /* The GPU-scope rungs need the two ranks on one GPU (a release at GPU
+   * scope orders nothing for another GPU's reader); both ranks see the
+   * same near bit, so they skip the same rungs. */
+  int peer = 1 - env->rank;
+  int near = (env->dc.path_inline >> (8 * peer)) & GIN_PATH_NEAR;
+  if (!near)
+    perf_note(env, "ladder: the peer is not on this GPU: GPU-scope rungs "
+                   "(raw_gpu .. gpu_put) skipped");
   double issue[V_COUNT];
   for (int v = 0; v < V_COUNT; v++) {
     double med, p99;
+    issue[v] = -1;
+    if (!near && ((v >= V_RAW_GPU && v <= V_RAW_LAST) || v == V_GPU_WAIT ||
+                  v == V_GPU_PUT))
+      continue;
     lat_run_issue(env, v, GIN_COOP_THREAD, 8, &med, &p99, &issue[v]);
     perf_row_t r = perf_row("ladder", ladder_names[v], 8);
     r.median_us = med;
@@ -374,6 +386,7 @@ void perf_ladder(perf_env_t *env) {
   }
   /* Where the time goes within a round trip: the sender's own cost. */
   for (int v = 0; v < V_COUNT && env->rank == 0; v++) {
+    if (issue[v] < 0) continue;
     perf_row_t r = perf_row("ladder_issue", ladder_names[v], 8);
     r.median_us = issue[v];
     r.p99_us = issue[v];
