@@ -30,6 +30,8 @@ exp_build() { # build dir, cmake options (one word list), targets...
 }
 
 nvidia-smi -L | tee "$OUT/gpu.txt"
+# Which code ran: this copy's git metadata may be stale, its contents not.
+log "tree digest $(scripts/tree-digest.sh 2>/dev/null || echo unknown)"
 # MODE=nvshmem: gin against NVSHMEM side by side (issue 8). The script
 # builds build-nvshmem (device checks off, nvshmem_perf) and runs its own
 # MPS daemon; its CSVs, table and plots land in $FINAL/nvshmem.

@@ -67,6 +67,7 @@ NVH=$(cache NVSHMEM_HOME)
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "commit: $COMMIT"
+  echo "tree digest: $(scripts/tree-digest.sh 2>/dev/null || echo unknown)"
   echo "gpu: $(nvidia-smi -L 2>/dev/null | head -1)"
   echo "build: $BUILD, GIN_DEVICE_CHECKS=$(cache GIN_DEVICE_CHECKS), $(cache CMAKE_BUILD_TYPE)"
   echo "nvshmem: $NVH"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Prints a digest of the source tree's contents (include, src, tools,
+# tests, CMake files), the same on any copy of the same files. The GPU
+# machine's copy of the tree may carry stale git metadata, so its runs
+# log this digest; compare it with `scripts/tree-digest.sh` here to know
+# which code ran. Usage: scripts/tree-digest.sh [root]
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+find include src tools tests CMakeLists.txt cmake -type f \
+  \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.txt' -o -name '*.cmake' \) \
+  2>/dev/null | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
