@@ -70,6 +70,7 @@ say() { echo "== $*" | tee -a "$SUMMARY"; }
 
 # ------------------------------------------------------------ the machine
 nvidia-smi -L >"$LOGS/gpus.txt" 2>&1
+say "tree digest $(scripts/tree-digest.sh 2>/dev/null || echo unknown)"
 NG=$(grep -c '^GPU ' "$LOGS/gpus.txt")
 nvidia-smi topo -m >"$LOGS/topo.txt" 2>&1
 if [ "$NG" -lt 1 ]; then
