@@ -447,7 +447,7 @@ typedef struct gin_small {
   uint64_t lo, hi;
 } gin_small_t;
 
-#if GIN_ARCH_CUDA
+#if GIN_ARCH_CUDA || defined(GIN_UNIT_TEST_DEVICE_COPIES)
 /* Reads n <= GIN_SMALL_BYTES bytes at src: one load where the size and
  * alignment allow it, else independent byte loads (all in flight). */
 GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
@@ -526,7 +526,7 @@ GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
 /* No restrict on the GPU: with `const restrict` the compiler may read the
  * source through the non-coherent cache, which can miss what other threads
  * of the kernel wrote into it just before the put. */
-#if GIN_ARCH_CUDA
+#if GIN_ARCH_CUDA || defined(GIN_UNIT_TEST_DEVICE_COPIES)
 GIN_DEVICE_FN void gin_copy_coop(char *dst, const char *src, size_t n, int r,
                                  int s) {
   size_t head = 0;
@@ -542,8 +542,20 @@ GIN_DEVICE_FN void gin_copy_coop(char *dst, const char *src, size_t n, int r,
       vd[i + 2 * s] = c;
       vd[i + 3 * s] = d;
     }
-    for (; i < nv; i += (size_t)s)
+    /* The last (at most three) loaded before any is stored: a store
+     * between two loads keeps the second waiting (the compiler cannot
+     * tell the buffers apart), one memory latency each. */
+    if (i + (size_t)s < nv) {
+      uint4 a = vs[i], b = vs[i + s];
+      if (i + 2 * (size_t)s < nv) {
+        uint4 c = vs[i + 2 * s];
+        vd[i + 2 * s] = c;
+      }
+      vd[i] = a;
+      vd[i + s] = b;
+    } else if (i < nv) {
       vd[i] = vs[i];
+    }
     head = nv * 16;
   }
   if ((((uintptr_t)dst | (uintptr_t)src | head) & 7) == 0 && n - head >= 8) {
