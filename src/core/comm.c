@@ -269,8 +269,7 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
 
 gin_result_t gin_comm_statuses_(gin_comm_t comm, int32_t mine, int *first,
                                 int32_t *word) {
-  int32_t *all = comm->statuses;
-  memset(all, 0, sizeof *all * (size_t)comm->nranks);
+  int32_t *all = comm->statuses; /* the all-gather fills every entry */
   all[comm->rank] = mine;
   gin_result_t res = gin_bs_allgather(comm->bs, all, sizeof *all);
   if (res == GIN_SUCCESS) {

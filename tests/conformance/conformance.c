@@ -210,54 +210,70 @@ GIN_KERNEL(k_overwrite, args_t) {
 #define SM_SLOT 32
 #define SM_SLOTS (SM_MAXLEN * SM_ALIGNS)
 #define SM_ROUND (SM_SLOTS * SM_SLOT)
-GIN_HD_FN unsigned char sm_byte(int tag, int s, int k, int j, size_t t) {
-  return (unsigned char)(test_byte(tag, s, k * SM_SLOTS + j, t) | 1);
-}
 #define MD_SIZES 18
 #define MD_ALIGNS 3
 #define MD_SLOT 1056
 #define MD_SLOTS (MD_SIZES * MD_ALIGNS)
-/* Slot j of the second part: its length, source and destination offsets. */
-GIN_HD_FN size_t md_len(int j) {
-  int i = j / MD_ALIGNS;
-  return ((size_t)1 << (5 + i / 3)) + (size_t)(i % 3) - 1;
+GIN_HD_FN unsigned char sm_byte(int tag, int s, int k, int j, size_t t) {
+  return (unsigned char)(test_byte(tag, s, k * SM_SLOTS + j, t) | 1);
 }
-GIN_HD_FN size_t md_sa(int j) { return (size_t)(j % MD_ALIGNS) * 3; }
-GIN_HD_FN size_t md_da(int j) { return (md_sa(j) * 5 + md_len(j)) % 16; }
-GIN_KERNEL(k_small, args_t) {
-  const gin_devcomm_t *dc = &args.dc;
+/* Slot j of part md (0: small sizes, 1: the medium ones): its length,
+ * source and destination offsets within the slot. */
+GIN_HD_FN void sm_geom(int md, int j, size_t *len, size_t *sa, size_t *da) {
+  if (!md) {
+    *len = (size_t)(j / SM_ALIGNS);
+    *sa = (size_t)(j % SM_ALIGNS);
+    *da = (*sa * 7 + *len) % SM_ALIGNS;
+  } else {
+    int i = j / MD_ALIGNS;
+    *len = ((size_t)1 << (5 + i / 3)) + (size_t)(i % 3) - 1;
+    *sa = (size_t)(j % MD_ALIGNS) * 3;
+    *da = (*sa * 5 + *len) % 16;
+  }
+}
+/* One round of part md: the source written, every slot put to the next
+ * rank at dst + slot, SIG_DATA awaited up to `want`, the slots the
+ * previous rank put here checked byte by byte. */
+GIN_DEVICE_FN void sm_round(const args_t *a, int md, int k, int tag, size_t dst,
+                            uint64_t want, uint64_t *errors) {
+  const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
   int me = dc->rank, n = dc->nranks;
   int to = (me + 1) % n, from = (me + n - 1) % n;
+  int cr = gin_coop_rank(a->coop), cs = gin_coop_size(a->coop);
+  int slots = md ? MD_SLOTS : SM_SLOTS;
+  size_t slot = md ? MD_SLOT : SM_SLOT, len, sa, da;
+  char *base = my_base(a);
+  for (size_t i = (size_t)cr; i < (size_t)slots * slot; i += (size_t)cs)
+    base[i] = (char)sm_byte(tag, me, k, (int)(i / slot), i % slot);
+  gin_coop_sync(a->coop);
+  for (int j = 0; j < slots; j++) {
+    sm_geom(md, j, &len, &sa, &da);
+    note_rc(
+        a, gin_put(dc, 0, world, to, a->win, REG + dst + (size_t)j * slot + da,
+                   a->win, (size_t)j * slot + sa, len,
+                   gin_remote_signal_inc(SIG_DATA), gin_local_none(), a->coop));
+  }
+  note_rc(a, gin_signal_wait(dc, SIG_DATA, want, a->coop));
+  for (size_t i = (size_t)cr; i < (size_t)slots * slot; i += (size_t)cs) {
+    int j = (int)(i / slot);
+    size_t t = i % slot;
+    sm_geom(md, j, &len, &sa, &da);
+    unsigned char w =
+        t >= da && t < da + len ? sm_byte(tag, from, k, j, sa + t - da) : 0;
+    if ((unsigned char)base[REG + dst + i] != w) (*errors)++;
+  }
+}
+GIN_KERNEL(k_small, args_t) {
+  const gin_devcomm_t *dc = &args.dc;
+  int from = (dc->rank + dc->nranks - 1) % dc->nranks;
   int cr = gin_coop_rank(args.coop), cs = gin_coop_size(args.coop);
   char *base = my_base(&args);
   uint64_t errors = 0;
   for (int k = 0; k < args.rounds; k++) {
     if (k > 0) note_rc(&args, gin_flush(dc, 0, args.coop));
-    for (size_t i = (size_t)cr; i < SM_ROUND; i += (size_t)cs)
-      base[i] = (char)sm_byte(args.tag, me, k, (int)(i / SM_SLOT), i % SM_SLOT);
-    gin_coop_sync(args.coop);
-    for (int j = 0; j < SM_SLOTS; j++) {
-      size_t len = (size_t)(j / SM_ALIGNS), sa = (size_t)(j % SM_ALIGNS);
-      size_t da = (sa * 7 + len) % SM_ALIGNS;
-      note_rc(&args,
-              gin_put(dc, 0, world, to, args.win,
-                      REG + (size_t)k * SM_ROUND + (size_t)j * SM_SLOT + da,
-                      args.win, (size_t)j * SM_SLOT + sa, len,
-                      gin_remote_signal_inc(SIG_DATA), gin_local_none(),
-                      args.coop));
-    }
-    note_rc(&args, gin_signal_wait(dc, SIG_DATA, (uint64_t)(k + 1) * SM_SLOTS,
-                                   args.coop));
-    for (size_t i = (size_t)cr; i < SM_ROUND; i += (size_t)cs) {
-      int j = (int)(i / SM_SLOT);
-      size_t len = (size_t)(j / SM_ALIGNS), sa = (size_t)(j % SM_ALIGNS);
-      size_t da = (sa * 7 + len) % SM_ALIGNS, t = i % SM_SLOT;
-      unsigned char want = t >= da && t < da + len
-                               ? sm_byte(args.tag, from, k, j, sa + t - da)
-                               : 0;
-      if ((unsigned char)base[REG + (size_t)k * SM_ROUND + i] != want) errors++;
-    }
+    sm_round(&args, 0, k, args.tag, (size_t)k * SM_ROUND,
+             (uint64_t)(k + 1) * SM_SLOTS, &errors);
   }
   /* Second part: the next rank's destination is free once it checked it
    * and zeroed it again (after every thread's check). */
@@ -265,32 +281,12 @@ GIN_KERNEL(k_small, args_t) {
   for (size_t i = (size_t)cr; i < MD_SLOTS * MD_SLOT; i += (size_t)cs)
     base[REG + i] = 0;
   gin_coop_sync(args.coop);
-  note_rc(&args, gin_signal(dc, 0, world, from, gin_remote_signal_inc(SIG_ACK),
-                            args.coop));
+  note_rc(&args, gin_signal(dc, 0, gin_team_world(dc), from,
+                            gin_remote_signal_inc(SIG_ACK), args.coop));
   note_rc(&args, gin_signal_wait(dc, SIG_ACK, 1, args.coop));
   note_rc(&args, gin_flush(dc, 0, args.coop));
-  for (size_t i = (size_t)cr; i < MD_SLOTS * MD_SLOT; i += (size_t)cs)
-    base[i] =
-        (char)sm_byte(args.tag + 1, me, 0, (int)(i / MD_SLOT), i % MD_SLOT);
-  gin_coop_sync(args.coop);
-  for (int j = 0; j < MD_SLOTS; j++)
-    note_rc(&args, gin_put(dc, 0, world, to, args.win,
-                           REG + (size_t)j * MD_SLOT + md_da(j), args.win,
-                           (size_t)j * MD_SLOT + md_sa(j), md_len(j),
-                           gin_remote_signal_inc(SIG_DATA), gin_local_none(),
-                           args.coop));
-  note_rc(&args, gin_signal_wait(dc, SIG_DATA,
-                                 (uint64_t)args.rounds * SM_SLOTS + MD_SLOTS,
-                                 args.coop));
-  for (size_t i = (size_t)cr; i < MD_SLOTS * MD_SLOT; i += (size_t)cs) {
-    int j = (int)(i / MD_SLOT);
-    size_t t = i % MD_SLOT, da = md_da(j), len = md_len(j);
-    unsigned char want =
-        t >= da && t < da + len
-            ? sm_byte(args.tag + 1, from, 0, j, md_sa(j) + t - da)
-            : 0;
-    if ((unsigned char)base[REG + i] != want) errors++;
-  }
+  sm_round(&args, 1, 0, args.tag + 1, 0,
+           (uint64_t)args.rounds * SM_SLOTS + MD_SLOTS, &errors);
   note_errors(&args, errors);
 }
 

@@ -55,6 +55,8 @@ static const char *const ladder_names[V_COUNT] = {
     "lib_wait",        "lib_put",       "put",          "signal"};
 
 #define V_RAW_LAST V_GPU_TREE /* variants up to here bypass the library */
+/* The rungs at GPU scope (release add and poll): both ranks on one GPU. */
+#define V_GPU_RUNG(v) ((v) >= V_RAW_GPU && (v) <= V_GPU_PUT)
 
 /* GPU-scope flavours of the release add and acquire load (the ladder's
  * question: what does system scope cost when both ranks share a GPU). */
@@ -221,8 +223,7 @@ GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
   if (a->variant == V_RAW_PEERSIG || a->variant == V_RAW_PEERSIG_IMM) {
     spin_until(&dc->signals[PEERSIG_SLOT], want);
     gin_coop_sync(a->coop);
-  } else if ((a->variant >= V_RAW_GPU && a->variant <= V_RAW_LAST) ||
-             a->variant == V_GPU_PUT) {
+  } else if (V_GPU_RUNG(a->variant) && a->variant != V_GPU_WAIT) {
     const uint64_t *w = a->variant == V_GPU_PUT ? &dc->signals[0] : mine;
     uint64_t t0 = gin_time_ns();
     for (uint32_t i = 0; load_acquire_gpu(w) < want; i++)
@@ -372,9 +373,7 @@ void perf_ladder(perf_env_t *env) {
   for (int v = 0; v < V_COUNT; v++) {
     double med, p99;
     issue[v] = -1;
-    if (!near && ((v >= V_RAW_GPU && v <= V_RAW_LAST) || v == V_GPU_WAIT ||
-                  v == V_GPU_PUT))
-      continue;
+    if (!near && V_GPU_RUNG(v)) continue;
     lat_run_issue(env, v, GIN_COOP_THREAD, 8, &med, &p99, &issue[v]);
     perf_row_t r = perf_row("ladder", ladder_names[v], 8);
     r.median_us = med;

@@ -111,9 +111,11 @@ GIN_DEVICE_FN int gin_dev_route_(const gin_devcomm_t *dc, int w) {
   if (w < GIN_INLINE_PEERS) return (int)((dc->path_inline >> (8 * w)) & 0xff);
   return gin_ro_u8(&dc->path[w]);
 }
+/* A route's GIN_PATH_*. */
+GIN_HD_FN int gin_route_path_(int route) { return route & ~GIN_PATH_NEAR; }
 /* The path to world rank w. */
 GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
-  return gin_dev_route_(dc, w) & ~GIN_PATH_NEAR;
+  return gin_route_path_(gin_dev_route_(dc, w));
 }
 
 /* Rank w's signal array (by value for the first GIN_INLINE_PEERS; the

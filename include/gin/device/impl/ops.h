@@ -107,7 +107,7 @@ GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
 }
 
 GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
-  switch (route & ~GIN_PATH_NEAR) {
+  switch (gin_route_path_(route)) {
   case GIN_PATH_SELF:
   case GIN_PATH_DIRECT: return GIN_SUCCESS;
   case GIN_PATH_PROXY:
@@ -116,7 +116,7 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
   default: break;
   }
   return gin_dev_fail_(dc, GIN_ERR_UNSUPPORTED, GIN_DEVERR_UNREACHABLE, w, -1,
-                       0, (uint64_t)(route & ~GIN_PATH_NEAR), 0, 0);
+                       0, (uint64_t)gin_route_path_(route), 0, 0);
 }
 
 /* Whether direct writes into peers must stop (gin_devcomm_t.gate). Read
@@ -252,7 +252,7 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if ((rc = gin_dev_actions_(dc, w, remote, local)) ||
       (rc = gin_dev_path_ok_(dc, w, route)))
     return rc;
-  if ((route & ~GIN_PATH_NEAR) == GIN_PATH_PROXY)
+  if (gin_route_path_(route) == GIN_PATH_PROXY)
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
                          bytes, remote, local, coop);
   /* Direct path: this coop's threads move the bytes themselves, once all
@@ -307,7 +307,7 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
       (rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
       (rc = gin_dev_path_ok_(dc, w, route)))
     return rc;
-  if ((route & ~GIN_PATH_NEAR) == GIN_PATH_PROXY)
+  if (gin_route_path_(route) == GIN_PATH_PROXY)
     return gin_dev_post_(dc, ctx, GIN_OP_PUT_VALUE, w, dst, dst_off, dst, value,
                          (size_t)bytes, remote, gin_local_none(), coop);
   int cr = gin_coop_rank(coop);
@@ -339,7 +339,7 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if ((rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
       (rc = gin_dev_path_ok_(dc, w, route)))
     return rc;
-  if ((route & ~GIN_PATH_NEAR) == GIN_PATH_PROXY) {
+  if (gin_route_path_(route) == GIN_PATH_PROXY) {
     gin_window_t none = gin_window_none();
     return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0, remote,
                          gin_local_none(), coop);
