@@ -250,34 +250,123 @@ GIN_DEVICE_FN void ep_copy_row(char *dst, const char *src, size_t n, int lane,
   gin_copy_coop(dst, src, n, lane, nl);
 }
 
-/* Where the payload of received message m (source r, local expert le;
- * its 8-byte header at hw) is: in m after its header's room, or, when
- * the sender set GIN_EP_PULLED, in the sender's send slot of the token,
- * read through rb (source r's window as mapped here, NULL if not). One warp,
- * every lane with the same message; NULL after recording the error (a header no
- * correct sender writes: a token or top-k slot out of range, a pull from a
- * window not mapped here; or, before a pull, an aborted communicator: its peers
- * may be gone). *h gets the header. */
-GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
-                                     const char *hw, const char *rb, int r,
-                                     int le, uint32_t *h) {
+/* Where the payload of row j of source r for local expert le is: in
+ * the row's message after its header's room, or, when the sender set
+ * GIN_EP_PULLED, in the sender's send slot of the token, read through rb
+ * (source r's window as mapped here, NULL if not). One thread; shut is
+ * the gate's value, loaded with the header. NULL after recording the error
+ * (a header no correct sender writes: a token or top-k slot out of range,
+ * a pull from a window not mapped here; or, before a pull, an aborted
+ * communicator: its peers may be gone). *h gets the header. */
+GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
+                                     int j, const char *rb, int shut,
+                                     uint32_t *h) {
   const gin_devcomm_t *dc = &a->dc;
-  /* The gate's load goes out with the header's (one round trip, not two);
-   * it is used only before a pull. */
-  int shut = gin_dev_shut_(dc);
-  memcpy(h, hw, 8);
+  memcpy(h, a->base + gin_ep_hdr_off(&a->g, a->set, le, r, j), 8);
   int what = gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL);
   if (what == GIN_EP_MSG_BAD) {
     gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
                   (uint64_t)le, h[1] & ~GIN_EP_PULLED, (uint64_t)a->g.M, 3);
     return NULL;
   }
-  if (what == GIN_EP_MSG_HERE) return m + GIN_EP_HEADER;
-  if (gin_coop_any(EP_WARP, shut)) {
+  if (what == GIN_EP_MSG_HERE)
+    return a->base + gin_ep_recv_off(&a->g, a->set, le, r, j) + GIN_EP_HEADER;
+  if (shut) {
     gin_dev_shut_fail_(dc, r);
     return NULL;
   }
   return rb + gin_ep_send_off(&a->g, a->set, (int)h[0]) + GIN_EP_HEADER;
+}
+
+/* One warp copies a received row's n bytes from src: the first nx to dx,
+ * the rest to ds (an fp8 row and its scales). With every pointer and both
+ * lengths multiples of 16, lane i loads the rest's vector i (i < nl)
+ * before the row's copy and stores it after: the scales' round trip
+ * overlaps the row's, where a copy after the row's took one more (a
+ * stream of both with the destination chosen per vector took 20 more
+ * registers). Else, and on the host target, two copies. */
+GIN_DEVICE_FN void ep_copy_split(char *dx, size_t nx, char *ds, const char *src,
+                                 size_t n, int lane, int nl) {
+  int pre = 0;
+#if GIN_ARCH_CUDA
+  /* Not a branch around the row's copy: knowing the row aligned, the
+   * compiler specialises that copy into one that takes more registers. */
+  size_t ns = (n - nx) / 16;
+  pre = (((uintptr_t)ds | (uintptr_t)(src + nx) | (n - nx)) & 15) == 0 &&
+        ns <= (size_t)nl;
+  uint4 v;
+  if (pre && (size_t)lane < ns) v = ((const uint4 *)(src + nx))[lane];
+#endif
+  gin_copy_coop(dx, src, nx, lane, nl);
+#if GIN_ARCH_CUDA
+  if (pre && (size_t)lane < ns) ((uint4 *)ds)[lane] = v;
+#endif
+  if (!pre && n > nx) gin_copy_coop(ds, src + nx, n - nx, lane, nl);
+}
+
+/* A received row's place and source, found by one lane of its warp
+ * for the warp's copy (in shared memory, not registers: the copy needs
+ * those). */
+typedef struct ep_row {
+  const char *p;      /* the payload */
+  uint32_t tok, k, r; /* header words (token, top-k slot), source rank */
+} ep_row_t;
+
+/* One warp's share of a part of local expert le's rows: sources r0,
+ * r0 + 1, ... with counts cnt (tot rows in all, numbered across them in
+ * rank order after the off rows of earlier parts); the warp's rows are
+ * off + j with j = mine - off mod wstride. A lane per row, up to a warp's
+ * lanes of rows at a time: lane k finds its row's source, loads its header
+ * (with the gate) and works out where the payload is (ep_payload), so the
+ * headers' round trips overlap; then the warp copies those rows into the
+ * outputs one after another. GIN_SUCCESS, or GIN_ERR_REMOTE (recorded). */
+GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
+                               const int *cnt, int off, int tot, int mine,
+                               int wstride, ep_row_t *rows) {
+  const gin_ep_geom_t *g = &a->g;
+  const gin_devcomm_t *dc = &a->dc;
+  gin_team_t world = gin_team_world(dc);
+  int lane = ep_lane(), nl = gin_coop_size(EP_WARP);
+  size_t slots = (size_t)g->R * (size_t)g->M;
+  size_t groups = (size_t)(g->H / GIN_EP_FP8_GROUP);
+  for (int j0 = ((mine - off) % wstride + wstride) % wstride; j0 < tot;
+       j0 += nl * wstride) {
+    int j = j0 + lane * wstride, i = 0, below = 0, bad = 0;
+    if (j < tot) {
+      int shut = gin_dev_shut_(dc);
+      while (j >= below + cnt[i])
+        below += cnt[i++];
+      const char *rb =
+          (const char *)gin_window_peer_ptr(dc, a->win, world, r0 + i, 0);
+      uint32_t h[2];
+      const char *p = ep_payload(a, le, r0 + i, j - below, rb, shut, h);
+      ep_row_t row = {p, h[0], h[1] & ~GIN_EP_PULLED, (uint32_t)(r0 + i)};
+      rows[lane] = row;
+      bad = p == NULL;
+    }
+    /* Also the warp's memory barrier for rows[]. */
+    if (gin_coop_any(EP_WARP, bad)) return GIN_ERR_REMOTE;
+    int n = (tot - j0 + wstride - 1) / wstride;
+    for (int k = 0; k < n && k < nl; k++) {
+      ep_row_t row = rows[k];
+      size_t slot = (size_t)le * slots + (size_t)(off + j0 + k * wstride);
+      if (g->fp8)
+        ep_copy_split((char *)a->r.x + slot * (size_t)g->H, (size_t)g->H,
+                      (char *)(a->r.scales + slot * groups), row.p,
+                      (size_t)g->H + groups * 4, lane, nl);
+      else
+        gin_copy_coop((char *)a->r.x + slot * (size_t)g->H * 2, row.p,
+                      (size_t)g->H * 2, lane, nl);
+      if (lane == 0) {
+        a->r.src_token[slot] = (int32_t)row.tok;
+        a->src_k[slot] = (int32_t)row.k;
+        a->r.src_rank[slot] = (int32_t)row.r;
+      }
+    }
+    /* Every lane's reads of rows[] before the next batch writes it. */
+    gin_coop_sync(EP_WARP);
+  }
+  return GIN_SUCCESS;
 }
 
 /* Receive phase: the work of local expert le is split into args.split
@@ -287,24 +376,25 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, const char *m,
  * copy the expert's rows (numbered across sources in rank order) into
  * the outputs, row n by warp n mod (warps x split) of unit
  * (n / warps) mod split (from the arrived message, or from the source's
- * window: ep_payload); unit 0 writes the layout and the
+ * window: ep_recv_rows); unit 0 writes the layout and the
  * count. With one unit per expert the waiting thread moves its shadow;
  * with several, the last unit of the expert to finish (counted in
  * scratch[E + 1 + le]) moves them all, once nobody reads them any more. A
  * warp that fails stops copying; its block returns at the next barrier
  * (errors are recorded on the communicator, which is then aborted). */
-GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
+/* At least three blocks an SM: unbounded, nvcc takes 96 registers for it
+ * (two blocks), bounded 77 with nothing spilled (sm_90). */
+GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
   const gin_ep_geom_t *g = &args.g;
   const gin_devcomm_t *dc = &args.dc;
-  gin_team_t world = gin_team_world(dc);
   /* Two halves in turn: threads still copying from one part's counts
    * while others fill the next part's are on the other half; the part
    * after that waits at the next part's barrier, which they reach only
    * when done. */
   GIN_BLOCK_ARRAY(int, counts, 2 * EP_RECV_SOURCES);
-  int slots = g->R * g->M, groups = g->H / GIN_EP_FP8_GROUP, turn = 0;
-  int lane = ep_lane(), nl = gin_coop_size(EP_WARP), split = args.split;
-  int wstride = ep_warps_per_block() * split, bad = 0;
+  GIN_BLOCK_ARRAY(ep_row_t, rowbuf, EP_THREADS);
+  int turn = 0, lane = ep_lane(), nl = gin_coop_size(EP_WARP);
+  int split = args.split, wstride = ep_warps_per_block() * split, bad = 0;
   for (int unit = gin_block_idx(); unit < g->L * split;
        unit += gin_grid_dim()) {
     int le = unit / split, u = unit % split, off = 0;
@@ -318,46 +408,22 @@ GIN_KERNEL(k_ep_dispatch_recv, gin_ep_args_t) {
            i += gin_block_dim())
         rc = ep_recv_count(&args, le, r0 + i, split == 1, &cnt[i]);
       if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
-      for (int i = 0; i < n && !bad; i++) {
-        int r = r0 + i, c = cnt[i];
-        if (u == 0 && gin_thread_idx() == 0) {
-          lay[2 * r] = off;
-          lay[2 * r + 1] = c;
+      if (u == 0 && gin_thread_idx() == 0)
+        for (int i = 0, o = off; i < n; o += cnt[i++]) {
+          lay[2 * (r0 + i)] = o;
+          lay[2 * (r0 + i) + 1] = cnt[i];
         }
-        const char *rb =
-            (const char *)gin_window_peer_ptr(dc, args.win, world, r, 0);
-        /* The expert's rows off + j go round its units' warps across
-         * sources (not from warp 0 again at each source: a few rows per
-         * source would leave most warps idle). */
-        for (int j = ((mine - off) % wstride + wstride) % wstride; j < c;
-             j += wstride) {
-          const char *m = args.base + gin_ep_recv_off(g, args.set, le, r, j);
-          size_t slot = (size_t)le * (size_t)slots + (size_t)(off + j);
-          uint32_t h[2];
-          const char *p = ep_payload(
-              &args, m, args.base + gin_ep_hdr_off(g, args.set, le, r, j), rb,
-              r, le, h);
-          if (!p) {
-            bad = GIN_ERR_REMOTE;
-            break;
-          }
-          if (g->fp8) {
-            gin_copy_coop((char *)args.r.x + slot * (size_t)g->H, p,
-                          (size_t)g->H, lane, nl);
-            gin_copy_coop((char *)(args.r.scales + slot * (size_t)groups),
-                          p + g->H, (size_t)groups * 4, lane, nl);
-          } else {
-            gin_copy_coop((char *)args.r.x + slot * (size_t)g->H * 2, p,
-                          (size_t)g->H * 2, lane, nl);
-          }
-          if (lane == 0) {
-            args.r.src_token[slot] = (int32_t)h[0];
-            args.src_k[slot] = (int32_t)(h[1] & ~GIN_EP_PULLED);
-            args.r.src_rank[slot] = r;
-          }
-        }
-        off += c;
-      }
+      uint32_t part = 0;
+      for (int i = lane; i < n; i += nl)
+        part += (uint32_t)cnt[i];
+      int tot = (int)gin_coop_sum_u32(EP_WARP, part);
+      /* The expert's rows go round its units' warps across sources (not
+       * from warp 0 again at each source: a few rows per source would
+       * leave most warps idle). */
+      if (!bad)
+        bad = ep_recv_rows(&args, le, r0, cnt, off, tot, mine, wstride,
+                           rowbuf + ep_warp_in_block() * nl);
+      off += tot;
     }
     if (u == 0 && gin_thread_idx() == 0) args.r.count[le] = off;
     if (split > 1 && gin_thread_idx() == 0) {

@@ -588,6 +588,10 @@ GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
 #if GIN_ARCH_CUDA
 typedef cudaStream_t gin_stream_t;
 #define GIN_KERNEL(name, args_t) __global__ void name(args_t args)
+/* The same, for blocks of at most `threads` threads of which `blocks` must
+ * fit on an SM at once (a register ceiling; the host target ignores it). */
+#define GIN_KERNEL_BOUNDED(name, args_t, threads, blocks)                      \
+  __global__ void __launch_bounds__(threads, blocks) name(args_t args)
 #define gin_launch(name, grid, block, stream, argsp)                           \
   (name<<<(grid), (block), 0, (stream)>>>(*(argsp)),                           \
    cudaGetLastError() == cudaSuccess ? GIN_SUCCESS : GIN_ERR_CUDA)
@@ -601,6 +605,8 @@ gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid, const void *args);
   static void name##_body_(args_t args);                                       \
   static void name(const void *p) { name##_body_(*(const args_t *)p); }        \
   static void name##_body_(args_t args)
+#define GIN_KERNEL_BOUNDED(name, args_t, threads, blocks)                      \
+  GIN_KERNEL(name, args_t)
 #define gin_launch(name, grid, block, stream, argsp)                           \
   gin_host_launch(name, (grid), (argsp))
 static inline gin_result_t gin_stream_synchronize(gin_stream_t stream) {
