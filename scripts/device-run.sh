@@ -186,7 +186,7 @@ if [ "${MODE:-all}" = epx ]; then
   # EXP=patch: the same benchmark of a copy with the patch applied (a
   # reversed diff gives the code before a change), alternating with this
   # tree's, so both sides share the run.
-  if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then ep_compare "2:1 4:1 8:1"; fi
+  if [ -n "${EXP:-}" ] && [ -f "$EXP" ]; then ep_compare "${EP_COMPARE_RUNS:-2:1 4:1 8:1}"; fi
   finish
 fi
 

@@ -293,7 +293,9 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
                                 gin_team_t team, int peer, gin_window_t dst,
                                 size_t dst_off, uint64_t value, int bytes,
                                 gin_remote_t remote, gin_coop_t coop) {
-  int w = 0, rc;
+  /* The gate's load goes out first: its round trip overlaps the tables'
+   * (acted on after the checks, as before). */
+  int shut = gin_dev_shut_(dc), w = 0, rc;
   if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
     return rc;
   gin_dev_window_t dwv;
@@ -314,7 +316,7 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
   /* The signal must follow every thread's earlier puts (their copies on
    * this path), so the coop meets before its first thread releases it;
    * the meeting also agrees on whether the communicator aborted. */
-  if (gin_coop_any(coop, gin_dev_shut_(dc))) return gin_dev_shut_fail_(dc, w);
+  if (gin_coop_any(coop, shut)) return gin_dev_shut_fail_(dc, w);
   if (cr == 0) {
     char *d = gin_dev_base_(dc, dst, w) + dst_off;
     if (bytes == 8 && ((uintptr_t)d & 7) == 0) {
@@ -330,7 +332,7 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
 
 GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                              int peer, gin_remote_t remote, gin_coop_t coop) {
-  int w = 0, rc;
+  int shut = gin_dev_shut_(dc), w = 0, rc; /* first, as in gin_put_value */
   if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
     return rc;
   if (GIN_DEV_CHECKS_ON && remote.kind == GIN_REMOTE_NONE)
@@ -344,7 +346,7 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
     return gin_dev_post_(dc, ctx, GIN_OP_SIGNAL, w, none, 0, none, 0, 0, remote,
                          gin_local_none(), coop);
   }
-  if (gin_coop_any(coop, gin_dev_shut_(dc))) return gin_dev_shut_fail_(dc, w);
+  if (gin_coop_any(coop, shut)) return gin_dev_shut_fail_(dc, w);
   if (gin_coop_rank(coop) == 0) gin_dev_remote_(dc, w, route, remote);
   return GIN_SUCCESS; /* as gin_put: no failure past the checks */
 }
