@@ -241,13 +241,20 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
       (rc = gin_dev_range_(dc, sw, src, dc->rank, src_off, bytes)))
     return rc;
   /* Up to GIN_SMALL_BYTES per thread, the coop's threads read the source
-   * into registers before they look up the destination (gin_small_t);
-   * a lone thread (which sees its own writes) as soon as the source is
-   * checked, before the route. */
+   * into registers as soon as it is checked, before the route and the
+   * destination (gin_small_t): a lone thread (which sees its own writes)
+   * at once, a warp or block once it met (it then sees every thread's
+   * part): thread cr reads GIN_SMALL_BYTES from cr * GIN_SMALL_BYTES. */
   const char *s = gin_dev_base_(dc, src, dc->rank) + src_off;
   gin_small_t v = {0, 0};
-  if (coop == GIN_COOP_THREAD && bytes <= GIN_SMALL_BYTES)
-    v = gin_small_load(s, bytes);
+  int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
+  int small = bytes <= (size_t)GIN_SMALL_BYTES * (size_t)cs;
+  size_t o = (size_t)cr * GIN_SMALL_BYTES;
+  size_t len = !small || o >= bytes          ? 0
+               : bytes - o < GIN_SMALL_BYTES ? bytes - o
+                                             : GIN_SMALL_BYTES;
+  if (small && coop != GIN_COOP_THREAD) gin_coop_sync(coop);
+  if (len) v = gin_small_load(s + o, len);
   int route = gin_dev_route_(dc, w);
   if ((rc = gin_dev_actions_(dc, w, remote, local)) ||
       (rc = gin_dev_path_ok_(dc, w, route)))
@@ -258,21 +265,12 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   /* Direct path: this coop's threads move the bytes themselves, once all
    * of them have written their part of the source (as on the proxy path);
    * no signal once the communicator aborted (gin_dev_shut_). */
-  int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   int shut = gin_dev_shut_(dc);
-  gin_coop_sync(coop);
-  if (bytes <= (size_t)GIN_SMALL_BYTES * (size_t)cs) {
-    /* Every thread of the coop reads its part (GIN_SMALL_BYTES from
-     * cr * GIN_SMALL_BYTES) into registers, then looks up the
-     * destination. */
-    size_t o = (size_t)cr * GIN_SMALL_BYTES;
-    size_t len = o >= bytes                    ? 0
-                 : bytes - o < GIN_SMALL_BYTES ? bytes - o
-                                               : GIN_SMALL_BYTES;
-    if (coop != GIN_COOP_THREAD && len) v = gin_small_load(s + o, len);
+  if (small) {
     char *d = gin_dev_base_(dc, dst, w) + dst_off;
     if (len) gin_small_store(d + o, v, len);
   } else {
+    gin_coop_sync(coop);
     gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off, s, bytes, cr, cs);
   }
   if (gin_coop_any(coop, shut)) return gin_dev_shut_fail_(dc, w);
