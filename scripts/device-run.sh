@@ -305,6 +305,10 @@ if [ "${MODE:-all}" = check ]; then
   [ -n "${CHECK_QUICK:-}" ] && run ep_badinput_3 $R -n 3 --timeout 60 $E/test_ep_badinput_cuda
   # Odd ranks push their rows, even ranks' are copied from their windows.
   run ep_test_mixedpull_4 $R -n 4 --timeout 60 $E/test_ep_cuda --mixed-pull
+  # A warp with more than 32 rows of one expert (its rows in two batches):
+  # 192 local experts (one block each) and 512 rows at each of experts
+  # 0-7; checked against the CPU reference.
+  run ep_bench_manyrows_2 $R -n 2 --timeout 60 build-dev/gin_ep_bench_cuda -e 384 -t 256 --routing skewed -n 3 -w 1 --no-baseline
   # Rank 1 lies (a count, headers, `where` words): every rank must fail
   # at once naming it, or aborted by one that did.
   for m in 1 2 3; do run ep_liar${m}_3 env GIN_TIMEOUT_MS=10000 $R -n 3 --timeout 60 $E/test_ep_liar${m}_cuda; done

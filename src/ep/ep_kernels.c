@@ -254,7 +254,10 @@ GIN_DEVICE_FN void ep_copy_row(char *dst, const char *src, size_t n, int lane,
  * the row's message after its header's room, or, when the sender set
  * GIN_EP_PULLED, in the sender's send slot of the token, read through rb
  * (source r's window as mapped here, NULL if not). One thread; shut is
- * the gate's value, loaded with the header. NULL after recording the error
+ * the gate's value, loaded with the header (its warp then copies a batch
+ * of up to 32 rows in turn, so a pull may start a few rows' copies after
+ * the gate was read: best effort, as every gate read is). NULL after
+ * recording the error
  * (a header no correct sender writes: a token or top-k slot out of range,
  * a pull from a window not mapped here; or, before a pull, an aborted
  * communicator: its peers may be gone). *h gets the header. */
@@ -329,9 +332,12 @@ GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
   int lane = ep_lane(), nl = gin_coop_size(EP_WARP);
   size_t slots = (size_t)g->R * (size_t)g->M;
   size_t groups = (size_t)(g->H / GIN_EP_FP8_GROUP);
+  /* This lane's source and the rows before it: its rows only grow, so
+   * each batch's search goes on from the last one's. */
+  int i = 0, below = 0;
   for (int j0 = ((mine - off) % wstride + wstride) % wstride; j0 < tot;
        j0 += nl * wstride) {
-    int j = j0 + lane * wstride, i = 0, below = 0, bad = 0;
+    int j = j0 + lane * wstride, bad = 0;
     if (j < tot) {
       int shut = gin_dev_shut_(dc);
       while (j >= below + cnt[i])

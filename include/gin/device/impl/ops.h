@@ -122,9 +122,12 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
 /* Whether direct writes into peers must stop (gin_devcomm_t.gate). Read
  * by every thread of a coop, which then agrees (gin_coop_any). A put
  * reads it before its copy and acts on it after (the read then costs
- * nothing on the way: it is in flight with the copy's loads), so once
- * shut its bytes may still land but no signal does, and it fails; a
- * signal, a value put and a barrier's wait act on it first. */
+ * nothing on the way: it is in flight with the copy's loads or, for
+ * small puts, whose source is already in registers, with the stores), so
+ * once shut its bytes may still land but no signal does, and it fails; a
+ * signal and a value put read it first (in flight with the table
+ * lookups) and act on it before they write anything; a barrier's wait
+ * acts on it first. */
 GIN_DEVICE_FN int gin_dev_shut_(const gin_devcomm_t *dc) {
   return gin_load_cached_u32(dc->gate) != 0;
 }
