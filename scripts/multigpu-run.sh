@@ -272,6 +272,10 @@ A2A=(python3 scripts/ep_nccl_a2a.py)
 for n in "${RANKS_DESC[@]}"; do
   have "$B" && step "ep_gin_$n" "${DIRECT[@]}" "$GR" -n "$n" \
     "${GRT[@]}" "$B" "${EPI[@]}" --csv "$LOGS/ep_gin_$n.csv"
+  # The experts' outputs written into gin's combine buffer (DeepEP's
+  # zero-copy combine): combine reads them in place.
+  have "$B" && step "ep_gin_zc_$n" "${DIRECT[@]}" "$GR" -n "$n" \
+    "${GRT[@]}" "$B" "${EPI[@]}" --zero-copy --csv "$LOGS/ep_gin_zc_$n.csv"
   if [ "$NG" -ge 2 ]; then
     step "ep_nccl_$n" "$GR" -n "$n" "${GRT[@]}" "${A2A[@]}" "${EPI[@]}" \
       --csv "$LOGS/ep_nccl_$n.csv"

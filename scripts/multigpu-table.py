@@ -49,9 +49,9 @@ DEEPEP_EP8_US = {"dispatch": 77.0, "combine": 114.0}  # H800, NVLink
 P2P_COLS = ("test", "issuer", "bytes", "metric", "gin_direct", "gin_proxy",
             "nvshmem", "nccl", "nccl_host_sync", "floor", "direct_nvshmem",
             "direct_nccl", "proxy_nccl", "direct_floor")
-EP_COLS = ("ranks", "op", "gin", "gin_pipelined", "host_baseline",
-           "nccl_a2a", "nccl_a2a_counts", "deepep_h800", "pipe_nccl",
-           "pipe_nccl_counts", "pipe_deepep")
+EP_COLS = ("ranks", "op", "gin", "gin_pipelined", "gin_pipelined_zc",
+           "host_baseline", "nccl_a2a", "nccl_a2a_counts", "deepep_h800",
+           "pipe_nccl", "pipe_nccl_counts", "pipe_deepep", "pipe_zc_deepep")
 
 
 def read(paths):
@@ -73,12 +73,21 @@ def read(paths):
                         collect(p2p.setdefault(key, {}), r,
                                 ("median_us", "gbps"))
                 elif {"impl", "op", "ranks"} <= cols:
+                    # gin-ep-bench --zero-copy runs (multigpu-run.sh's
+                    # ep_gin_zc_*): their gin rows apart, as impl + "-zc".
+                    zc = "-zc" if os.path.basename(p).startswith(
+                        "ep_gin_zc_") else ""
                     for r in rd:
                         try:
                             ranks = int(r["ranks"])
                         except ValueError:
                             continue
-                        key = (r["impl"].strip(), r["op"].strip(), ranks)
+                        impl = r["impl"].strip()
+                        if impl.startswith("gin"):
+                            impl += zc
+                        elif zc:
+                            continue  # its baseline: already in the others
+                        key = (impl, r["op"].strip(), ranks)
                         collect(ep.setdefault(key, {}), r, ("median_us",))
                 else:
                     print("multigpu-table: %s: columns not known, skipped"
@@ -156,15 +165,16 @@ def ep_rows(ep):
     for ranks in sorted({k[2] for k in ep}):
         for op in ("dispatch", "combine"):
             g, gp = get("gin", op, ranks), get("gin-pipelined", op, ranks)
+            gz = get("gin-pipelined-zc", op, ranks)
             hb = get("host-baseline", op, ranks)
             na, nc = get("nccl-a2a", op, ranks), get("nccl-a2a-counts", op,
                                                       ranks)
             dp = DEEPEP_EP8_US[op] if ranks == 8 else None
-            if not any((g, gp, hb, na, nc)):
+            if not any((g, gp, gz, hb, na, nc)):
                 continue
             rows.append(dict(zip(EP_COLS, (
-                ranks, op, g, gp, hb, na, nc, dp, ratio(gp, na),
-                ratio(gp, nc), ratio(gp, dp)))))
+                ranks, op, g, gp, gz, hb, na, nc, dp, ratio(gp, na),
+                ratio(gp, nc), ratio(gp, dp), ratio(gz, dp)))))
     return rows
 
 
@@ -236,14 +246,18 @@ def main():
     if erows:
         md += ["## EP dispatch and combine (DeepEP low-latency sizes)", ""]
         md += markdown(EP_COLS, (
-            "ranks", "op", "gin", "gin pipelined", "host baseline",
-            "NCCL all-to-all", "NCCL all-to-all + counts", "DeepEP (H800)",
-            "pipelined / NCCL", "pipelined / NCCL + counts",
-            "pipelined / DeepEP"), erows, conv)
+            "ranks", "op", "gin", "gin pipelined",
+            "gin pipelined, zero-copy", "host baseline", "NCCL all-to-all",
+            "NCCL all-to-all + counts", "DeepEP (H800)", "pipelined / NCCL",
+            "pipelined / NCCL + counts", "pipelined / DeepEP",
+            "zero-copy / DeepEP"), erows, conv)
         md += ["", "Median us on rank 0, lower is better; ratios below 1 "
                "mean gin is faster. gin: wall clock with a host "
                "synchronisation per call; gin pipelined: steps issued back "
-               "to back, per-phase GPU time; NCCL: all_to_all_single timed "
+               "to back, per-phase GPU time; zero-copy: the same with the "
+               "experts' outputs written into gin's combine buffer "
+               "(--zero-copy; its dispatch code is the same); NCCL: "
+               "all_to_all_single timed "
                "by CUDA events, exchange only (split sizes known), and with "
                "the counts exchanged first; DeepEP: published EP8 figures "
                "(H800, NVLink), not measured here.", ""]
