@@ -257,10 +257,10 @@ GIN_DEVICE_FN void ep_copy_row(char *dst, const char *src, size_t n, int lane,
  * the gate's value, loaded with the header (its warp then copies a batch
  * of up to 32 rows in turn, so a pull may start a few rows' copies after
  * the gate was read: best effort, as every gate read is). NULL after
- * recording the error
- * (a header no correct sender writes: a token or top-k slot out of range,
- * a pull from a window not mapped here; or, before a pull, an aborted
- * communicator: its peers may be gone). *h gets the header. */
+ * recording the error (a header no correct sender writes: a token or
+ * top-k slot out of range, a pull from a window not mapped here; or,
+ * before a pull, an aborted communicator: its peers may be gone). *h gets
+ * the header. */
 GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
                                      int j, const char *rb, int shut,
                                      uint32_t *h) {

@@ -102,6 +102,12 @@ GIN_DEVICE_FN void spin_until(const uint64_t *p, uint64_t want) {
   }
 }
 
+/* The raw copies' payload: the 8-byte word at src into the window at
+ * win + PERF_DATA (volatile: one load and one store, kept in order). */
+GIN_DEVICE_FN void copy_word(uint64_t *win, const uint64_t *src) {
+  *(volatile uint64_t *)(win + PERF_DATA / 8) = *(const volatile uint64_t *)src;
+}
+
 /* One side's send in variant v (thread 0 of the coop for raw ones). */
 GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
                             uint64_t *theirs, uint64_t *their_sig) {
@@ -158,8 +164,7 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
     break;
   case V_RAW_GPU_COPY:
     if (lead) {
-      *(volatile uint64_t *)(theirs + PERF_DATA / 8) =
-          *(const volatile uint64_t *)a->src;
+      copy_word(theirs, a->src);
       add_release_gpu(theirs, 1);
     }
     break;
@@ -172,31 +177,27 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
   case V_GPU_GATE:
     if (lead) {
       int shut = gin_load_cached_u32(dc->gate) != 0;
-      *(volatile uint64_t *)(theirs + PERF_DATA / 8) =
-          *(const volatile uint64_t *)a->src;
+      copy_word(theirs, a->src);
       if (!shut) add_release_gpu(theirs, 1);
     }
     break;
   case V_GPU_TREE:
     if (lead) {
       uint64_t *t = (uint64_t *)gin_dev_base_(dc, a->win, peer);
-      *(volatile uint64_t *)(t + PERF_DATA / 8) =
-          *(const volatile uint64_t *)a->src;
+      copy_word(t, a->src);
       add_release_gpu(t, 1);
     }
     break;
   case V_GPU_WAIT:
     if (lead) {
-      *(volatile uint64_t *)(theirs + PERF_DATA / 8) =
-          *(const volatile uint64_t *)a->src;
+      copy_word(theirs, a->src);
       add_release_gpu(their_sig, 1);
     }
     break;
   case V_RAW_TABLE:
     if (lead) {
       uint64_t *t = (uint64_t *)gin_dev_base_(dc, a->win, peer);
-      *(volatile uint64_t *)(t + PERF_DATA / 8) =
-          *(const volatile uint64_t *)a->src;
+      copy_word(t, a->src);
       gin_add_release_u64(t, 1);
     }
     break;

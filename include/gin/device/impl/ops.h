@@ -269,12 +269,12 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * of them have written their part of the source (as on the proxy path);
    * no signal once the communicator aborted (gin_dev_shut_). */
   int shut = gin_dev_shut_(dc);
+  char *d = gin_dev_base_(dc, dst, w) + dst_off;
   if (small) {
-    char *d = gin_dev_base_(dc, dst, w) + dst_off;
     if (len) gin_small_store(d + o, v, len);
   } else {
     gin_coop_sync(coop);
-    gin_copy_coop(gin_dev_base_(dc, dst, w) + dst_off, s, bytes, cr, cs);
+    gin_copy_coop(d, s, bytes, cr, cs);
   }
   if (gin_coop_any(coop, shut)) return gin_dev_shut_fail_(dc, w);
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
@@ -295,7 +295,7 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
                                 size_t dst_off, uint64_t value, int bytes,
                                 gin_remote_t remote, gin_coop_t coop) {
   /* The gate's load goes out first: its round trip overlaps the tables'
-   * (acted on after the checks, as before). */
+   * (acted on after the checks). */
   int shut = gin_dev_shut_(dc), w = 0, rc;
   if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
     return rc;
