@@ -59,9 +59,13 @@ typedef enum gin_coop {
   GIN_COOP_BLOCK = 2
 } gin_coop_t;
 
+#define GIN_WARP_SIZE 32 /* threads of a warp on the cuda target */
+
 #if GIN_ARCH_CUDA
 GIN_DEVICE_FN int gin_coop_size(gin_coop_t c) {
-  return c == GIN_COOP_THREAD ? 1 : c == GIN_COOP_WARP ? 32 : (int)blockDim.x;
+  return c == GIN_COOP_THREAD ? 1
+         : c == GIN_COOP_WARP ? GIN_WARP_SIZE
+                              : (int)blockDim.x;
 }
 GIN_DEVICE_FN int gin_coop_rank(gin_coop_t c) {
   return c == GIN_COOP_THREAD ? 0
@@ -80,6 +84,7 @@ GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {
 GIN_DEVICE_FN int gin_coop_rc(gin_coop_t c, int rc) {
   if (c == GIN_COOP_WARP) {
     __syncwarp(); /* a memory barrier for the warp, as the block's is */
+    if (!__any_sync(0xffffffffu, rc)) return 0; /* a vote: the common case */
 #if __CUDA_ARCH__ >= 800
     return __reduce_min_sync(0xffffffffu, rc);
 #else

@@ -388,16 +388,22 @@ GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
   return GIN_SUCCESS;
 }
 
-/* Waits of a coop: its first thread polls, the others wait at the
- * barrier that hands them its result (gin_coop_rc). The barrier orders
- * their later reads after the first thread's acquire (__syncthreads and
- * __syncwarp order memory among the threads they synchronise, by the
- * PTX memory model and CUDA's documentation of __syncwarp), and a
- * block's other warps no longer poll the same word beside it. */
+/* Waits of a coop: the lanes of its first warp poll, together (one load
+ * a poll for the warp, the same word and value in every lane, each lane
+ * its own acquire), and the others wait at the barrier that hands them
+ * the result (gin_coop_rc). A lone poller would leave the rest of its
+ * warp parked at a reconvergence point, which cost a warp's wait ~240
+ * cycles more than a thread's (gin-perf's clock marks, 2026-12-03). The
+ * barrier orders the other warps' later reads after the pollers' acquire
+ * (__syncthreads orders memory among the threads it synchronises, by the
+ * PTX memory model), and they do not poll the same word beside them. */
+GIN_DEVICE_FN int gin_dev_poller_(gin_coop_t coop) {
+  return gin_coop_rank(coop) < GIN_WARP_SIZE;
+}
 GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
                                   uint64_t least, gin_coop_t coop) {
   int rc = gin_dev_signal_id_(dc, -1, signal);
-  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0) {
+  if (rc == GIN_SUCCESS && gin_dev_poller_(coop)) {
     rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
                        least, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal, -1);
     if (rc == GIN_SUCCESS) rc = gin_dev_sigmode_(dc, signal);
@@ -448,7 +454,7 @@ gin_signal_wait_follow_shadow(const gin_devcomm_t *dc, int signal,
   int rc = gin_dev_signal_id_(dc, -1, signal);
   if (rc) return rc;
   uint64_t old = dc->shadows[signal];
-  if (gin_coop_rank(coop) == 0) { /* as gin_signal_wait */
+  if (gin_dev_poller_(coop)) { /* as gin_signal_wait */
     rc = gin_dev_wait_(dc, &dc->signals[signal], gin_dev_psig_(dc, signal),
                        old + least_delta, 64, GIN_DEVERR_TIMEOUT_SIGNAL, signal,
                        -1);
@@ -481,7 +487,7 @@ GIN_DEVICE_FN uint64_t gin_counter_read(const gin_devcomm_t *dc, int counter) {
 GIN_DEVICE_FN int gin_counter_wait(const gin_devcomm_t *dc, int counter,
                                    uint64_t least, gin_coop_t coop) {
   int rc = gin_dev_counter_id_(dc, counter);
-  if (rc == GIN_SUCCESS && gin_coop_rank(coop) == 0) /* as gin_signal_wait */
+  if (rc == GIN_SUCCESS && gin_dev_poller_(coop)) /* as gin_signal_wait */
     rc = gin_dev_wait_(dc, &dc->counters[counter], gin_dev_pcnt_(dc, counter),
                        least, GIN_COUNTER_BITS, GIN_DEVERR_TIMEOUT_COUNTER,
                        counter, -1);
