@@ -213,8 +213,8 @@ GIN_DEVICE_FN int gin_dev_post_(const gin_devcomm_t *dc, int ctx, int op, int w,
 }
 
 /* Waits until the proxy consumed everything posted on ctx so far; the
- * coop's first thread polls (the caller hands its result to the others,
- * as gin_signal_wait). */
+ * coop's first thread alone polls (the caller hands its result to the
+ * others with gin_coop_rc). */
 GIN_DEVICE_FN int gin_dev_ring_drain_(const gin_devcomm_t *dc, int ctx,
                                       gin_coop_t coop) {
   if (!dc->rings || gin_coop_rank(coop) != 0) return GIN_SUCCESS;
@@ -559,7 +559,7 @@ GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,
   }
   if (cr == 0 && shut) /* the arrivals may have landed; no wait */
     rc = gin_dev_shut_fail_(dc, -1);
-  else if (cr == 0) /* as gin_signal_wait */
+  else if (cr == 0) /* the first thread alone polls (gin_dev_ring_drain_) */
     rc = gin_dev_wait_(dc, &dc->bar[idx], gin_dev_psig_(dc, dc->nsignals + idx),
                        epoch * (uint64_t)team.size, 64,
                        GIN_DEVERR_TIMEOUT_BARRIER, slot, -1);
