@@ -17,7 +17,7 @@
 
 /* Window layout (bytes): [0, REG) source, [REG, 2 REG) destination,
  * [2 REG, 2 REG + SLOTS) small slots for put_value and barrier tests. */
-#define REG (64 * 1024)
+#define REG (128 * 1024)
 #define SLOTS (8 * 1024)
 #define WIN_BYTES (2 * REG + SLOTS)
 
@@ -198,16 +198,16 @@ GIN_KERNEL(k_overwrite, args_t) {
 }
 
 /* Small puts (gin_put reads up to GIN_SMALL_BYTES per thread into
- * registers before it looks up the destination): every size from 0 to 17
- * bytes at 16 source and destination alignments, each into its own
- * 32-byte slot of the next rank, checked byte by byte with the slot's
- * other bytes still zero; a second round reuses the source after a flush.
- * Then sizes 2^5..2^10 and one either side (the per-thread parts' edges
- * for warps and blocks) at three alignments, once the next rank has
- * checked the first part. */
-#define SM_MAXLEN 18
+ * registers before it looks up the destination; a lone thread's larger
+ * puts take the general copy): every size from 0 to 49 bytes at 16 source
+ * and destination alignments, each into its own 64-byte slot of the next rank,
+ * checked byte by byte with the slot's other bytes still zero; a second round
+ * reuses the source after a flush. Then sizes 2^5..2^10 and one either side
+ * (the per-thread parts' edges for warps and blocks) at three alignments, once
+ * the next rank has checked the first part. */
+#define SM_MAXLEN 50
 #define SM_ALIGNS 16
-#define SM_SLOT 32
+#define SM_SLOT 64
 #define SM_SLOTS (SM_MAXLEN * SM_ALIGNS)
 #define SM_ROUND (SM_SLOTS * SM_SLOT)
 #define MD_SIZES 18
