@@ -673,7 +673,7 @@ static int ep_wait_budget(int k, int near) {
 /* Blocks of EP_THREADS for n warps (host target: n blocks). */
 static int ep_blocks_for_warps(int n) {
 #if GIN_ARCH_CUDA
-  int per = EP_THREADS / 32;
+  int per = EP_THREADS / GIN_WARP_SIZE;
 #else
   int per = 1;
 #endif

@@ -135,9 +135,7 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
   case V_RAW_COPY:
   case V_RAW_COPY_COLD:
     if (lead) {
-      const volatile uint64_t *src = (const volatile uint64_t *)a->src +
-                                     (a->variant == V_RAW_COPY_COLD ? 512 : 0);
-      *(volatile uint64_t *)(theirs + PERF_DATA / 8) = *src;
+      copy_word(theirs, a->src + (a->variant == V_RAW_COPY_COLD ? 512 : 0));
       gin_add_release_u64(theirs, 1);
     }
     break;

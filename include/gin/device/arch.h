@@ -69,7 +69,7 @@ GIN_DEVICE_FN int gin_coop_size(gin_coop_t c) {
 }
 GIN_DEVICE_FN int gin_coop_rank(gin_coop_t c) {
   return c == GIN_COOP_THREAD ? 0
-         : c == GIN_COOP_WARP ? (int)(threadIdx.x & 31)
+         : c == GIN_COOP_WARP ? (int)(threadIdx.x % GIN_WARP_SIZE)
                               : (int)threadIdx.x;
 }
 GIN_DEVICE_FN void gin_coop_sync(gin_coop_t c) {
@@ -129,8 +129,8 @@ GIN_DEVICE_FN uint32_t gin_coop_sum_u32(gin_coop_t c, uint32_t v) {
 GIN_DEVICE_FN uint32_t gin_coop_scan_u32(gin_coop_t c, uint32_t v) {
   if (c == GIN_COOP_BLOCK) __trap();
   if (c != GIN_COOP_WARP) return v;
-  int lane = (int)(threadIdx.x & 31);
-  for (int d = 1; d < 32; d *= 2) {
+  int lane = (int)(threadIdx.x % GIN_WARP_SIZE);
+  for (int d = 1; d < GIN_WARP_SIZE; d *= 2) {
     uint32_t o = __shfl_up_sync(0xffffffffu, v, d);
     if (lane >= d) v += o;
   }
