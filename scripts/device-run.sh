@@ -420,7 +420,7 @@ if [ "${MODE:-all}" = ladder ]; then
 P=build-dev/gin_perf_cuda; PN=build-dev-nochecks/gin_perf_cuda
 for b in P PN; do run ladder_$b $R -n 2 --timeout 100 ${!b} ladder -n 5000 -w 500; done
 run ipc_bw_8streams env GIN_BACKEND=proxy GIN_COPY_STREAMS=8 $R -n 2 --timeout 200 $P bw -b 1048576 -e 16777216 -f 4
-cuobjdump -sass -fun _Z5k_lat8lat_args $PN >"$OUT/k_lat_nochecks.sass" 2>&1 || true
+cuobjdump -sass -fun _Z11k_lat_V_PUT8lat_args $PN >"$OUT/k_lat_nochecks.sass" 2>&1 || true
 finish
 fi
 

@@ -108,12 +108,13 @@ GIN_DEVICE_FN void copy_word(uint64_t *win, const uint64_t *src) {
   *(volatile uint64_t *)(win + PERF_DATA / 8) = *(const volatile uint64_t *)src;
 }
 
-/* One side's send in variant v (thread 0 of the coop for raw ones). */
-GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
+/* One side's send in variant v (thread 0 of the coop for raw ones); v is
+ * a constant in each kernel, so the switch folds away. */
+GIN_DEVICE_FN void lat_send(const lat_args_t *a, int v, int peer, uint64_t want,
                             uint64_t *theirs, uint64_t *their_sig) {
   const gin_devcomm_t *dc = &a->dc;
   int lead = gin_coop_rank(a->coop) == 0;
-  switch (a->variant) {
+  switch (v) {
   case V_RAW_STORE:
     if (lead) gin_store_release_u64(theirs, want);
     break;
@@ -135,7 +136,7 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
   case V_RAW_COPY:
   case V_RAW_COPY_COLD:
     if (lead) {
-      copy_word(theirs, a->src + (a->variant == V_RAW_COPY_COLD ? 512 : 0));
+      copy_word(theirs, a->src + (v == V_RAW_COPY_COLD ? 512 : 0));
       gin_add_release_u64(theirs, 1);
     }
     break;
@@ -216,22 +217,22 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int peer, uint64_t want,
   }
 }
 
-GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
+GIN_DEVICE_FN void lat_wait(const lat_args_t *a, int v, uint64_t want,
                             const uint64_t *mine) {
   const gin_devcomm_t *dc = &a->dc;
-  if (a->variant == V_RAW_PEERSIG || a->variant == V_RAW_PEERSIG_IMM) {
+  if (v == V_RAW_PEERSIG || v == V_RAW_PEERSIG_IMM) {
     spin_until(&dc->signals[PEERSIG_SLOT], want);
     gin_coop_sync(a->coop);
-  } else if (V_GPU_RUNG(a->variant) && a->variant != V_GPU_WAIT) {
-    const uint64_t *w = a->variant == V_GPU_PUT ? &dc->signals[0] : mine;
+  } else if (V_GPU_RUNG(v) && v != V_GPU_WAIT) {
+    const uint64_t *w = v == V_GPU_PUT ? &dc->signals[0] : mine;
     uint64_t t0 = gin_time_ns();
     for (uint32_t i = 0; load_acquire_gpu(w) < want; i++)
       if ((i & 1023) == 1023 && gin_time_ns() - t0 > PERF_SPIN_LIMIT_NS) break;
     gin_coop_sync(a->coop);
-  } else if (a->variant <= V_RAW_LAST) {
+  } else if (v <= V_RAW_LAST) {
     spin_until(mine, want);
     gin_coop_sync(a->coop);
-  } else if (a->variant == V_LIB_PUT) {
+  } else if (v == V_LIB_PUT) {
     spin_until(&dc->signals[0], want);
     gin_coop_sync(a->coop);
   } else {
@@ -239,35 +240,62 @@ GIN_DEVICE_FN void lat_wait(const lat_args_t *a, uint64_t want,
   }
 }
 
-GIN_KERNEL(k_lat, lat_args_t) {
-  const gin_devcomm_t *dc = &args.dc;
+/* The ping-pong loop of variant v. Each variant gets its own kernel
+ * (LAT_KERNEL below) with v a constant: the kernel holds that variant's
+ * code only, as a user's kernel would, and no variant pays for a switch
+ * over the others between its wait and its send (a 20-way switch in one
+ * kernel cost ~580 cycles there, and its register count moved every
+ * variant's round trip). */
+GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v) {
+  const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
-  int me = dc->rank, peer = 1 - me, lead = gin_coop_rank(args.coop) == 0;
-  uint64_t *mine = (uint64_t *)gin_window_peer_ptr(dc, args.win, world, me, 0);
+  int me = dc->rank, peer = 1 - me, lead = gin_coop_rank(a->coop) == 0;
+  uint64_t *mine = (uint64_t *)gin_window_peer_ptr(dc, a->win, world, me, 0);
   uint64_t *theirs =
-      (uint64_t *)gin_window_peer_ptr(dc, args.win, world, peer, 0);
+      (uint64_t *)gin_window_peer_ptr(dc, a->win, world, peer, 0);
   uint64_t *their_sig = dc->peer_signals[peer];
   uint64_t t_start = 0, c_start = 0;
-  for (int i = 0; i < args.warmup + args.iters; i++) {
-    uint64_t want = args.base + (uint64_t)i + 1;
-    if (i == args.warmup) {
+  for (int i = 0; i < a->warmup + a->iters; i++) {
+    uint64_t want = a->base + (uint64_t)i + 1;
+    if (i == a->warmup) {
       t_start = gin_time_ns();
       c_start = gin_cycles();
     }
     uint64_t c0 = gin_cycles();
-    if (me == 1) lat_wait(&args, want, mine);
+    if (me == 1) lat_wait(a, v, want, mine);
     uint64_t c1 = gin_cycles();
-    lat_send(&args, peer, want, theirs, their_sig);
-    if (args.issue && me == 0 && lead && i >= args.warmup)
-      args.issue[i - args.warmup] = gin_cycles() - c1;
-    if (me == 0) lat_wait(&args, want, mine);
-    if (me == 0 && lead && i >= args.warmup)
-      args.samples[i - args.warmup] = gin_cycles() - c0;
+    lat_send(a, v, peer, want, theirs, their_sig);
+    if (a->issue && me == 0 && lead && i >= a->warmup)
+      a->issue[i - a->warmup] = gin_cycles() - c1;
+    if (me == 0) lat_wait(a, v, want, mine);
+    if (me == 0 && lead && i >= a->warmup)
+      a->samples[i - a->warmup] = gin_cycles() - c0;
   }
   if (me == 0 && lead) {
-    args.samples[args.iters] = gin_time_ns() - t_start;
-    args.samples[args.iters + 1] = gin_cycles() - c_start;
+    a->samples[a->iters] = gin_time_ns() - t_start;
+    a->samples[a->iters + 1] = gin_cycles() - c_start;
   }
+}
+
+/* clang-format off */
+#define LAT_VARIANTS(X)                                                        \
+  X(V_RAW_STORE) X(V_RAW_RED) X(V_RAW_DATA) X(V_RAW_DATA_RED) X(V_RAW_COPY)    \
+  X(V_RAW_COPY_COLD) X(V_RAW_TABLE) X(V_RAW_PEERSIG) X(V_RAW_PEERSIG_IMM)      \
+  X(V_RAW_GPU) X(V_RAW_GPU_COPY) X(V_GPU_WEAK) X(V_GPU_GATE) X(V_GPU_TREE)     \
+  X(V_GPU_WAIT) X(V_GPU_PUT) X(V_LIB_WAIT) X(V_LIB_PUT) X(V_PUT) X(V_SIGNAL)
+/* clang-format on */
+#define LAT_KERNEL(V)                                                          \
+  GIN_KERNEL(k_lat_##V, lat_args_t) { lat_loop(&args, V); }
+LAT_VARIANTS(LAT_KERNEL)
+
+/* Starts variant a->variant's kernel: one block of `threads`. */
+static gin_result_t lat_launch(const lat_args_t *a, int threads) {
+  switch (a->variant) {
+#define LAT_CASE(V)                                                            \
+  case V: return gin_launch(k_lat_##V, 1, threads, 0, a);
+    LAT_VARIANTS(LAT_CASE)
+  }
+  return GIN_ERR_INVALID;
 }
 
 /* Runs variant v once at `bytes` with coop c; median and p99 (us), and
@@ -292,7 +320,7 @@ static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
                                                           : 0;
   a.base = env->sig_base[slot];
   PERF_CHECK(gin_comm_barrier(env->comm));
-  PERF_CHECK(gin_launch(k_lat, 1, perf_coop_threads(c), 0, &a));
+  PERF_CHECK(lat_launch(&a, perf_coop_threads(c)));
   perf_sync(env);
   env->sig_base[slot] += (uint64_t)(a.warmup + a.iters);
   *med = *p99 = 0;
