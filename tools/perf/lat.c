@@ -108,12 +108,13 @@ GIN_DEVICE_FN void copy_word(uint64_t *win, const uint64_t *src) {
   *(volatile uint64_t *)(win + PERF_DATA / 8) = *(const volatile uint64_t *)src;
 }
 
-/* One side's send in variant v (thread 0 of the coop for raw ones); v is
- * a constant in each kernel, so the switch folds away. */
-GIN_DEVICE_FN void lat_send(const lat_args_t *a, int v, int peer, uint64_t want,
-                            uint64_t *theirs, uint64_t *their_sig) {
+/* One side's send in variant v by coop c (its thread 0 for raw ones); v
+ * and c are constants in each loop, so the switch folds away. */
+GIN_DEVICE_FN void lat_send(const lat_args_t *a, int v, gin_coop_t c, int peer,
+                            uint64_t want, uint64_t *theirs,
+                            uint64_t *their_sig) {
   const gin_devcomm_t *dc = &a->dc;
-  int lead = gin_coop_rank(a->coop) == 0;
+  int lead = gin_coop_rank(c) == 0;
   switch (v) {
   case V_RAW_STORE:
     if (lead) gin_store_release_u64(theirs, want);
@@ -207,49 +208,48 @@ GIN_DEVICE_FN void lat_send(const lat_args_t *a, int v, int peer, uint64_t want,
     }
     break;
   case V_SIGNAL:
-    gin_signal(dc, 0, gin_team_world(dc), peer, gin_remote_signal_inc(0),
-               a->coop);
+    gin_signal(dc, 0, gin_team_world(dc), peer, gin_remote_signal_inc(0), c);
     break;
   default: /* V_GPU_PUT, V_LIB_PUT, V_PUT */
     gin_put(dc, 0, gin_team_world(dc), peer, a->win, PERF_DATA, a->win,
-            PERF_DATA, a->bytes, gin_remote_signal_inc(0), gin_local_none(),
-            a->coop);
+            PERF_DATA, a->bytes, gin_remote_signal_inc(0), gin_local_none(), c);
   }
 }
 
-GIN_DEVICE_FN void lat_wait(const lat_args_t *a, int v, uint64_t want,
-                            const uint64_t *mine) {
+GIN_DEVICE_FN void lat_wait(const lat_args_t *a, int v, gin_coop_t c,
+                            uint64_t want, const uint64_t *mine) {
   const gin_devcomm_t *dc = &a->dc;
   if (v == V_RAW_PEERSIG || v == V_RAW_PEERSIG_IMM) {
     spin_until(&dc->signals[PEERSIG_SLOT], want);
-    gin_coop_sync(a->coop);
+    gin_coop_sync(c);
   } else if (V_GPU_RUNG(v) && v != V_GPU_WAIT) {
     const uint64_t *w = v == V_GPU_PUT ? &dc->signals[0] : mine;
     uint64_t t0 = gin_time_ns();
     for (uint32_t i = 0; load_acquire_gpu(w) < want; i++)
       if ((i & 1023) == 1023 && gin_time_ns() - t0 > PERF_SPIN_LIMIT_NS) break;
-    gin_coop_sync(a->coop);
+    gin_coop_sync(c);
   } else if (v <= V_RAW_LAST) {
     spin_until(mine, want);
-    gin_coop_sync(a->coop);
+    gin_coop_sync(c);
   } else if (v == V_LIB_PUT) {
     spin_until(&dc->signals[0], want);
-    gin_coop_sync(a->coop);
+    gin_coop_sync(c);
   } else {
-    gin_signal_wait(dc, 0, want, a->coop);
+    gin_signal_wait(dc, 0, want, c);
   }
 }
 
-/* The ping-pong loop of variant v. Each variant gets its own kernel
- * (LAT_KERNEL below) with v a constant: the kernel holds that variant's
- * code only, as a user's kernel would, and no variant pays for a switch
- * over the others between its wait and its send (a 20-way switch in one
- * kernel cost ~580 cycles there, and its register count moved every
- * variant's round trip). */
-GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v) {
+/* The ping-pong loop of variant v by coop c. Each variant gets its own
+ * kernel (LAT_KERNEL below), which holds one loop per coop kind, v and c
+ * constants in each: as in a user's kernel, where the coop is a literal,
+ * no variant or coop pays for the code of the others between its wait
+ * and its send (one kernel switching over twenty variants with the coop
+ * a runtime value cost ~580 cycles there, and its register count moved
+ * every variant's round trip). */
+GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v, gin_coop_t c) {
   const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
-  int me = dc->rank, peer = 1 - me, lead = gin_coop_rank(a->coop) == 0;
+  int me = dc->rank, peer = 1 - me, lead = gin_coop_rank(c) == 0;
   uint64_t *mine = (uint64_t *)gin_window_peer_ptr(dc, a->win, world, me, 0);
   uint64_t *theirs =
       (uint64_t *)gin_window_peer_ptr(dc, a->win, world, peer, 0);
@@ -262,12 +262,12 @@ GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v) {
       c_start = gin_cycles();
     }
     uint64_t c0 = gin_cycles();
-    if (me == 1) lat_wait(a, v, want, mine);
+    if (me == 1) lat_wait(a, v, c, want, mine);
     uint64_t c1 = gin_cycles();
-    lat_send(a, v, peer, want, theirs, their_sig);
+    lat_send(a, v, c, peer, want, theirs, their_sig);
     if (a->issue && me == 0 && lead && i >= a->warmup)
       a->issue[i - a->warmup] = gin_cycles() - c1;
-    if (me == 0) lat_wait(a, v, want, mine);
+    if (me == 0) lat_wait(a, v, c, want, mine);
     if (me == 0 && lead && i >= a->warmup)
       a->samples[i - a->warmup] = gin_cycles() - c0;
   }
@@ -285,7 +285,14 @@ GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v) {
   X(V_GPU_WAIT) X(V_GPU_PUT) X(V_LIB_WAIT) X(V_LIB_PUT) X(V_PUT) X(V_SIGNAL)
 /* clang-format on */
 #define LAT_KERNEL(V)                                                          \
-  GIN_KERNEL(k_lat_##V, lat_args_t) { lat_loop(&args, V); }
+  GIN_KERNEL(k_lat_##V, lat_args_t) {                                          \
+    if (args.coop == GIN_COOP_THREAD)                                          \
+      lat_loop(&args, V, GIN_COOP_THREAD);                                     \
+    else if (args.coop == GIN_COOP_WARP)                                       \
+      lat_loop(&args, V, GIN_COOP_WARP);                                       \
+    else                                                                       \
+      lat_loop(&args, V, GIN_COOP_BLOCK);                                      \
+  }
 LAT_VARIANTS(LAT_KERNEL)
 
 /* Starts variant a->variant's kernel: one block of `threads`. */
