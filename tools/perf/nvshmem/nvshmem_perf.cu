@@ -99,46 +99,58 @@ typedef struct nvp_lat_args {
 } nvp_lat_args_t;
 
 /* Put+signal ping-pong, one coop (1, 32 or 512 threads) per PE: PE 1
- * waits then answers, PE 0 sends then waits, as k_lat in lat.c. Every
- * thread of the coop waits, then the coop syncs (gin_signal_wait). */
-__global__ void k_pingpong(nvp_lat_args_t a) {
-  int peer = 1 - a.me, lead = threadIdx.x == 0;
+ * waits then answers, PE 0 sends then waits, as lat_loop in lat.c. Every
+ * thread of the coop waits, then the coop syncs (gin_signal_wait). gran
+ * is a constant in each of k_pingpong's three loops, as the coop is in
+ * gin-perf's: both harnesses run one loop per issuer. */
+__device__ static __forceinline__ void pp_loop(const nvp_lat_args_t *a,
+                                               int gran) {
+  int peer = 1 - a->me, lead = threadIdx.x == 0;
   uint64_t t_start = 0, c_start = 0;
-  for (int i = 0; i < a.warmup + a.iters; i++) {
-    uint64_t want = a.base + (uint64_t)i + 1;
-    if (i == a.warmup) {
+  for (int i = 0; i < a->warmup + a->iters; i++) {
+    uint64_t want = a->base + (uint64_t)i + 1;
+    if (i == a->warmup) {
       t_start = nvp_time_ns();
       c_start = (uint64_t)clock64();
     }
     uint64_t c0 = (uint64_t)clock64();
-    if (a.me == 1) {
-      nvshmem_signal_wait_until(a.sig, NVSHMEM_CMP_GE, want);
-      nvp_gran_sync(a.gran);
+    if (a->me == 1) {
+      nvshmem_signal_wait_until(a->sig, NVSHMEM_CMP_GE, want);
+      nvp_gran_sync(gran);
     }
-    switch (a.gran) {
+    switch (gran) {
     case PEER_GRAN_THREAD:
-      nvshmem_putmem_signal_nbi(a.data, a.data, a.bytes, a.sig, 1,
+      nvshmem_putmem_signal_nbi(a->data, a->data, a->bytes, a->sig, 1,
                                 NVSHMEM_SIGNAL_ADD, peer);
       break;
     case PEER_GRAN_WARP:
-      nvshmemx_putmem_signal_nbi_warp(a.data, a.data, a.bytes, a.sig, 1,
+      nvshmemx_putmem_signal_nbi_warp(a->data, a->data, a->bytes, a->sig, 1,
                                       NVSHMEM_SIGNAL_ADD, peer);
       break;
     default:
-      nvshmemx_putmem_signal_nbi_block(a.data, a.data, a.bytes, a.sig, 1,
+      nvshmemx_putmem_signal_nbi_block(a->data, a->data, a->bytes, a->sig, 1,
                                        NVSHMEM_SIGNAL_ADD, peer);
     }
-    if (a.me == 0) {
-      nvshmem_signal_wait_until(a.sig, NVSHMEM_CMP_GE, want);
-      nvp_gran_sync(a.gran);
+    if (a->me == 0) {
+      nvshmem_signal_wait_until(a->sig, NVSHMEM_CMP_GE, want);
+      nvp_gran_sync(gran);
     }
-    if (a.me == 0 && lead && i >= a.warmup)
-      a.samples[i - a.warmup] = (uint64_t)clock64() - c0;
+    if (a->me == 0 && lead && i >= a->warmup)
+      a->samples[i - a->warmup] = (uint64_t)clock64() - c0;
   }
-  if (a.me == 0 && lead) {
-    a.samples[a.iters] = nvp_time_ns() - t_start;
-    a.samples[a.iters + 1] = (uint64_t)clock64() - c_start;
+  if (a->me == 0 && lead) {
+    a->samples[a->iters] = nvp_time_ns() - t_start;
+    a->samples[a->iters + 1] = (uint64_t)clock64() - c_start;
   }
+}
+
+__global__ void k_pingpong(nvp_lat_args_t a) {
+  if (a.gran == PEER_GRAN_THREAD)
+    pp_loop(&a, PEER_GRAN_THREAD);
+  else if (a.gran == PEER_GRAN_WARP)
+    pp_loop(&a, PEER_GRAN_WARP);
+  else
+    pp_loop(&a, PEER_GRAN_BLOCK);
 }
 
 typedef struct nvp_bw_args {
