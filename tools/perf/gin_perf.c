@@ -42,6 +42,10 @@ static void usage(FILE *f) {
       "  --blocks B --threads T    grid of bw/rate/ring (default: one block\n"
       "                            per SM, 128 threads for rate)\n"
       "  --reps R                  timed repetitions of bw/rate (5)\n"
+      "  --launches L              pingpong, sigpp: L kernels per size, each\n"
+      "                            after a raw floor kernel; medians of the\n"
+      "                            launches' medians, ratio to the floor's "
+      "(1)\n"
       "  --floors                  also the CPU floors (TCP, shared memory)\n"
       "  --raw                     bw: also the same copies by a kernel with\n"
       "                            no library call (bw_raw rows)\n"
@@ -86,6 +90,8 @@ static void parse(int argc, char **argv, perf_opts_t *o) {
       o->threads = atoi(argv[++i]);
     } else if (!strcmp(a, "--reps")) {
       o->reps = atoi(argv[++i]);
+    } else if (!strcmp(a, "--launches")) {
+      o->launches = atoi(argv[++i]);
     } else if (!strcmp(a, "--csv")) {
       o->csv = argv[++i];
     } else if (!strcmp(a, "--json")) {
@@ -111,12 +117,13 @@ static void parse(int argc, char **argv, perf_opts_t *o) {
   if (o->blocks <= 0) o->blocks = perf_default_blocks();
   if (o->b < 1 || o->e < o->b || o->f <= 1 || o->iters < 1 ||
       o->iters > PERF_MAX_SAMPLES || o->warmup < 0 || o->threads < 1 ||
-      o->threads > 1024 || o->reps < 1 || o->contexts < 0 || o->contexts > 64) {
+      o->threads > 1024 || o->reps < 1 || o->contexts < 0 || o->contexts > 64 ||
+      o->launches < 1 || o->launches > PEER_MAX_LAUNCHES) {
     fprintf(stderr,
             "gin-perf: need 1 <= -b <= -e, -f > 1, 1 <= -n <= %d, "
             "-w >= 0, 1 <= --threads <= 1024, --reps >= 1, "
-            "0 <= -c <= 64\n",
-            PERF_MAX_SAMPLES);
+            "0 <= -c <= 64, 1 <= --launches <= %d\n",
+            PERF_MAX_SAMPLES, PEER_MAX_LAUNCHES);
     exit(2);
   }
 }
@@ -157,8 +164,9 @@ int main(int argc, char **argv) {
   env.win_bytes = PERF_DATA + (bw_bytes > rate_bytes ? bw_bytes : rate_bytes);
   PERF_CHECK(gin_mem_alloc(env.win_bytes, &env.mem));
   PERF_CHECK(gin_mem_alloc(env.win_bytes, &env.copy_dst));
-  /* Per-iteration samples, then two totals, then the ladder's send times. */
-  PERF_CHECK(gin_mem_alloc(sizeof(uint64_t) * (size_t)(2 * o->iters + 2),
+  /* Per-iteration samples, then two totals, then the ladder's send times,
+   * then the SM a latency kernel's coop ran on. */
+  PERF_CHECK(gin_mem_alloc(sizeof(uint64_t) * (size_t)(2 * o->iters + 3),
                            (void **)&env.samples));
   PERF_CHECK(gin_window_register(env.comm, env.mem, env.win_bytes, &env.win));
   gin_devcomm_reqs_t reqs;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perf/peer_common.h"
 #include "perf/perf.h"
 
 enum {
@@ -91,7 +92,19 @@ typedef struct lat_args {
   uint64_t *samples;   /* [iters] cycles, then total ns, total cycles */
   uint64_t *issue;     /* NULL, or [iters] cycles rank 0 spent sending */
   const uint64_t *src; /* this rank's window + PERF_DATA (raw copies) */
+  uint64_t *sm;        /* the SM the coop's lead ran on (device word) */
 } lat_args_t;
+
+/* The SM this thread runs on (0 on the host target). */
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN uint32_t lat_smid(void) {
+  uint32_t s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+#else
+GIN_DEVICE_FN uint32_t lat_smid(void) { return 0; }
+#endif
 
 /* Bounded spin on a word (the raw variants do not use the library). */
 GIN_DEVICE_FN void spin_until(const uint64_t *p, uint64_t want) {
@@ -255,6 +268,7 @@ GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v, gin_coop_t c) {
       (uint64_t *)gin_window_peer_ptr(dc, a->win, world, peer, 0);
   uint64_t *their_sig = dc->peer_signals[peer];
   uint64_t t_start = 0, c_start = 0;
+  if (lead) *a->sm = lat_smid();
   for (int i = 0; i < a->warmup + a->iters; i++) {
     uint64_t want = a->base + (uint64_t)i + 1;
     if (i == a->warmup) {
@@ -307,9 +321,11 @@ static gin_result_t lat_launch(const lat_args_t *a, int threads) {
 
 /* Runs variant v once at `bytes` with coop c; median and p99 (us), and
  * where `issue` is not NULL the median time rank 0 spent in each send
- * (until the send returned: fences included, not the flight). */
+ * (until the send returned: fences included, not the flight); where `sm`
+ * is not NULL the SM this rank's coop ran on. */
 static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
-                          double *med, double *p99, double *issue) {
+                          double *med, double *p99, double *issue,
+                          unsigned *sm) {
   lat_args_t a;
   memset(&a, 0, sizeof a);
   a.dc = env->dc;
@@ -321,6 +337,7 @@ static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
   a.coop = c;
   a.samples = env->samples;
   if (issue) a.issue = env->samples + a.iters + 2;
+  a.sm = env->samples + 2 * a.iters + 2;
   a.src = (const uint64_t *)((const char *)env->win.local + PERF_DATA);
   int slot = v == V_RAW_PEERSIG || v == V_RAW_PEERSIG_IMM ? PEERSIG_SLOT
              : v <= V_RAW_LAST                            ? FLAG_SLOT
@@ -341,11 +358,16 @@ static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
     perf_stats(s + n + 2, a.iters, nspc, issue, &p);
     free(s);
   }
+  if (sm) {
+    uint64_t w = 0;
+    PERF_CHECK(gin_mem_copy(&w, a.sm, sizeof w));
+    *sm = (unsigned)w;
+  }
 }
 
 static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
                     double *med, double *p99) {
-  lat_run_issue(env, v, c, bytes, med, p99, NULL);
+  lat_run_issue(env, v, c, bytes, med, p99, NULL, NULL);
 }
 
 void perf_raw_pingpong(perf_env_t *env, int variant, double *med, double *p99) {
@@ -365,19 +387,48 @@ static void ensure_raw_floor(perf_env_t *env) {
   perf_emit(env, &r);
 }
 
+/* --launches L > 1: L kernels of variant v at `bytes`, each after a raw
+ * floor kernel (its own launch, as ensure_raw_floor's): the medians over
+ * the launches of their medians and p99s, and of the floors' medians.
+ * Between single launches the floor moved 1.5-2.2 us (fourteenth
+ * session) with no code changed; one suspect is where the two ranks'
+ * blocks land on the GPU, so every launch's SMs are printed. */
+static void lat_launches(perf_env_t *env, int v, size_t bytes, double *med,
+                         double *p99, double *floor) {
+  int n = env->o.launches;
+  double gm[PEER_MAX_LAUNCHES], gp[PEER_MAX_LAUNCHES], fm[PEER_MAX_LAUNCHES],
+      fp[PEER_MAX_LAUNCHES], fp99;
+  for (int k = 0; k < n; k++) {
+    unsigned sm[2], all[4];
+    lat_run_issue(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &fm[k], &fp[k], NULL,
+                  &sm[0]);
+    lat_run_issue(env, v, env->o.coop, bytes, &gm[k], &gp[k], NULL, &sm[1]);
+    PERF_CHECK(gin_comm_allgather(env->comm, sm, all, sizeof sm));
+    perf_note(env,
+              "launch %d, %zu B: floor %.3f us (SMs %u, %u), gin %.3f us "
+              "(SMs %u, %u)",
+              k, bytes, fm[k], all[0], all[2], gm[k], all[1], all[3]);
+  }
+  peer_launch_medians(gm, gp, n, med, p99);
+  peer_launch_medians(fm, fp, n, floor, &fp99);
+}
+
 static void lat_sweep(perf_env_t *env, const char *test, int v) {
   ensure_raw_floor(env);
   for (size_t bytes = env->o.b; bytes <= env->o.e;
        bytes = perf_next_size(bytes, env->o.f)) {
     if (bytes > env->win_bytes - PERF_DATA) break;
-    double med, p99;
-    lat_run(env, v, env->o.coop, bytes, &med, &p99);
+    double med, p99, floor = env->raw_floor_us;
+    if (env->o.launches > 1)
+      lat_launches(env, v, bytes, &med, &p99, &floor);
+    else
+      lat_run(env, v, env->o.coop, bytes, &med, &p99);
     perf_row_t r = perf_row(test, perf_coop_name(env->o.coop), bytes);
     r.median_us = med;
     r.p99_us = p99;
     r.floor = "raw_flag_pingpong";
-    r.floor_value = env->raw_floor_us;
-    r.ratio = env->raw_floor_us > 0 ? med / env->raw_floor_us : -1;
+    r.floor_value = floor;
+    r.ratio = floor > 0 ? med / floor : -1;
     perf_emit(env, &r);
     if (v == V_PUT && env->npp < 64) {
       env->pp_bytes[env->npp] = bytes;
@@ -408,7 +459,7 @@ void perf_ladder(perf_env_t *env) {
     double med, p99;
     issue[v] = -1;
     if (!near && V_GPU_RUNG(v)) continue;
-    lat_run_issue(env, v, GIN_COOP_THREAD, 8, &med, &p99, &issue[v]);
+    lat_run_issue(env, v, GIN_COOP_THREAD, 8, &med, &p99, &issue[v], NULL);
     perf_row_t r = perf_row("ladder", ladder_names[v], 8);
     r.median_us = med;
     r.p99_us = p99;

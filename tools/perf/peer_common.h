@@ -19,6 +19,7 @@
 #include <time.h>
 
 #define PEER_MAX_ITERS (1 << 20) /* -n at most, as gin-perf */
+#define PEER_MAX_LAUNCHES 64     /* --launches at most */
 /* Puts per thread (rate) or per block (bw) at most, each to its own
  * destination; PEER_PUTS(-n) is how many a run makes. */
 #define PEER_MOST_PUTS 100
@@ -43,6 +44,7 @@ typedef struct peer_opts {
   size_t b, e; /* sizes: -b MIN -e MAX, times -f FACTOR */
   double f;
   int iters, warmup, blocks, threads, reps, gran, contexts;
+  int launches; /* --launches: kernels per ping-pong size (1) */
 } peer_opts_t;
 
 /* gin-perf's option defaults, set on *o of any options struct with these
@@ -59,6 +61,7 @@ typedef struct peer_opts {
     (o)->warmup = 100;                                                         \
     (o)->threads = 128;                                                        \
     (o)->reps = 5;                                                             \
+    (o)->launches = 1;                                                         \
   } while (0)
 
 /* peer_opts_parse flags. PEER_OPTS_GRID_UNUSED: -g, -c, --blocks,
@@ -108,6 +111,15 @@ static inline void peer_stats(double *s, int n, double q, double *med_out,
   *hi_out = s[i < (size_t)n ? i : (size_t)n - 1];
 }
 
+/* The medians of `n` launches' per-launch medians and p99s (sorted in
+ * place): what a ping-pong size reports with --launches. n >= 1. */
+static inline void peer_launch_medians(double *med, double *p99, int n,
+                                       double *med_out, double *p99_out) {
+  double hi;
+  peer_stats(med, n, 1.0, med_out, &hi);
+  peer_stats(p99, n, 1.0, p99_out, &hi);
+}
+
 /* Stores option `a` with its value `v` when it is one of the common
  * valued options (-g: thread, warp or block only). Returns 1 when stored,
  * 0 when not one of them. */
@@ -130,6 +142,8 @@ static inline int peer_opts_set(peer_opts_t *o, const char *a, const char *v) {
     o->threads = atoi(v);
   else if (!strcmp(a, "--reps"))
     o->reps = atoi(v);
+  else if (!strcmp(a, "--launches"))
+    o->launches = atoi(v);
   else if (!strcmp(a, "--csv"))
     o->csv = v;
   else if (!strcmp(a, "-g") && !strcmp(v, "thread"))
@@ -181,11 +195,13 @@ static inline void peer_opts_parse(int argc, char **argv, const char *prog,
   }
   if (o->b < 1 || o->e < o->b || o->f <= 1 || o->iters < 1 ||
       o->iters > PEER_MAX_ITERS || o->warmup < 0 || o->reps < 1 ||
+      o->launches < 1 || o->launches > PEER_MAX_LAUNCHES ||
       (grid && (o->threads < 1 || o->threads > 1024 || o->blocks < 0))) {
     fprintf(stderr,
             "%s: need 1 <= -b <= -e, -f > 1, 1 <= -n <= %d, -w >= 0, "
-            "%s--reps >= 1\n",
-            prog, PEER_MAX_ITERS, grid ? "1 <= --threads <= 1024, " : "");
+            "%s--reps >= 1, 1 <= --launches <= %d\n",
+            prog, PEER_MAX_ITERS, grid ? "1 <= --threads <= 1024, " : "",
+            PEER_MAX_LAUNCHES);
     exit(2);
   }
 }

@@ -33,6 +33,7 @@ typedef struct perf_opts {
   size_t b, e;
   double f;
   int iters, warmup, blocks, threads, contexts, reps;
+  int launches; /* --launches: kernels per ping-pong size, with the floor */
   gin_coop_t coop;
   int floors; /* --floors: also the CPU-side floors */
   int raw;    /* --raw: bw also runs its pattern as a plain copy kernel */
@@ -50,7 +51,7 @@ typedef struct perf_env {
   size_t win_bytes;
   gin_window_t win;
   gin_devcomm_t dc;
-  uint64_t *samples;    /* device memory, o.iters + 2 words at least */
+  uint64_t *samples;    /* device memory, 2 * o.iters + 3 words */
   uint64_t sig_base[8]; /* signal values consumed so far, per signal */
   const char *path;     /* "direct", "proxy-ipc", ... from the settings */
   int raw_floor_done;   /* the same on both ranks */

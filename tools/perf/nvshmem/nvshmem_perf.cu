@@ -303,8 +303,12 @@ static void nvp_pingpong(nvp_env_t *env) {
   for (size_t bytes = o->b; bytes <= o->e;
        bytes = peer_next_size(bytes, o->f)) {
     if (bytes > env->data_bytes) break;
-    double med, p99;
-    nvp_lat_run(env, bytes, &med, &p99);
+    /* --launches: the medians of L launches' medians and p99s, as
+     * gin-perf's pingpong reports them. */
+    double m[PEER_MAX_LAUNCHES], q[PEER_MAX_LAUNCHES], med, p99;
+    for (int k = 0; k < o->launches; k++)
+      nvp_lat_run(env, bytes, &m[k], &q[k]);
+    peer_launch_medians(m, q, o->launches, &med, &p99);
     nvp_emit(env, "pingpong", nvp_gran_name(o->gran), bytes, med, p99, -1, -1);
   }
 }
@@ -424,6 +428,8 @@ static void nvp_usage(FILE *f) {
           "  -g thread|warp|block      pingpong issuer (1, 32, 512 threads)\n"
           "  --blocks B --threads T    bw/rate grid (one block per SM, 128)\n"
           "  --reps R                  timed runs of bw/rate (5)\n"
+          "  --launches L              pingpong: L kernels per size, medians\n"
+          "                            of their medians and p99s (1)\n"
           "  -c N                      accepted for gin-perf's command "
           "lines, unused\n"
           "  --csv FILE                gin-perf's CSV columns\n");
