@@ -268,7 +268,6 @@ GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v, gin_coop_t c) {
       (uint64_t *)gin_window_peer_ptr(dc, a->win, world, peer, 0);
   uint64_t *their_sig = dc->peer_signals[peer];
   uint64_t t_start = 0, c_start = 0;
-  if (lead) *a->sm = lat_smid();
   for (int i = 0; i < a->warmup + a->iters; i++) {
     uint64_t want = a->base + (uint64_t)i + 1;
     if (i == a->warmup) {
@@ -289,6 +288,7 @@ GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v, gin_coop_t c) {
     a->samples[a->iters] = gin_time_ns() - t_start;
     a->samples[a->iters + 1] = gin_cycles() - c_start;
   }
+  if (lead) *a->sm = lat_smid(); /* after the loop: nothing live across it */
 }
 
 /* clang-format off */
