@@ -23,7 +23,7 @@
 #    with matplotlib nvshmem-latency.png and nvshmem-bandwidth.png.
 #
 # Settings (environment): BUILD, NO_BUILD, JOBS; COMMON (default
-# "-n 1000 -w 100 --reps 5 --launches 5": five kernels per round-trip
+# "-n 1000 -w 100 --reps 5 --launches 3": three kernels per round-trip
 # size, medians of theirs, on both sides), PP_SIZES ("-b 8 -e 1048576 -f 2"),
 # BW_SIZES ("-b 4096 -e 67108864 -f 4"), GRID (bw/rate grid, default
 # gin-perf's: one block per SM, 128 threads for rate), LIMIT (seconds per
@@ -35,7 +35,7 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build-nvshmem}
 JOBS=${JOBS:-$(nproc)}
-COMMON=${COMMON:--n 1000 -w 100 --reps 5 --launches 5}
+COMMON=${COMMON:--n 1000 -w 100 --reps 5 --launches 3}
 PP_SIZES=${PP_SIZES:--b 8 -e 1048576 -f 2}
 BW_SIZES=${BW_SIZES:--b 4096 -e 67108864 -f 4}
 GRID=${GRID:-}
