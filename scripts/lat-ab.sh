@@ -24,7 +24,10 @@ checks="OFF"
 [ "${CONF:-0}" = 1 ] && checks="ON OFF"
 for v in o t; do
   rm -rf /tmp/ab-$v && mkdir -p /tmp/ab-$v && tar --exclude='./build*' -cf - . | tar -xf - -C /tmp/ab-$v
-  [ $v = t ] && { (cd /tmp/ab-t && patch -p1 <"$PATCH" >/dev/null) || echo "patch failed"; }
+  if [ $v = t ] && ! (cd /tmp/ab-t && patch -p1 <"$PATCH" >/dev/null); then
+    echo "patch $PATCH failed: no A/B" # t would be o again
+    exit 1
+  fi
   for c in $checks; do
     targets="ginrun gin_perf_cuda"
     [ "${CONF:-0}" = 1 ] && [ $v = t ] && targets="$targets conformance_cuda"

@@ -24,7 +24,9 @@
 #
 # Settings (environment): BUILD, NO_BUILD, JOBS; COMMON (default
 # "-n 1000 -w 100 --reps 5 --launches 3": three kernels per round-trip
-# size, medians of theirs, on both sides), PP_SIZES ("-b 8 -e 1048576 -f 2"),
+# size, medians of theirs, on both sides; gin-perf also launches a raw
+# floor kernel before each of its own, nvshmem_perf launches back to
+# back), PP_SIZES ("-b 8 -e 1048576 -f 2"),
 # BW_SIZES ("-b 4096 -e 67108864 -f 4"), GRID (bw/rate grid, default
 # gin-perf's: one block per SM, 128 threads for rate), LIMIT (seconds per
 # program, 300), GIN_COMMIT (the commit named in the table; default the

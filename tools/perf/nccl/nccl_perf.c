@@ -263,7 +263,8 @@ static void np_usage(FILE *f) {
              "  -b MIN -e MAX -f FACTOR   sizes, default 8 .. 1 MiB x 2\n"
              "  -n ITERS -w WARMUP        default 1000 and 100\n"
              "  --reps R                  timed runs of bw (5)\n"
-             "  -g G, -c N, --blocks B, --threads T   accepted for gin-perf's\n"
+             "  -g G, -c N, --blocks B, --threads T, --launches L   accepted\n"
+             "                            for gin-perf's\n"
              "                            command lines, unused\n"
              "  --csv FILE                gin-perf's CSV columns\n");
 }
