@@ -17,9 +17,7 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 # built beside this one so that both run in the same session.
 X=/tmp/exp-tree
 exp_copy() {
-  local root=$PWD
-  rm -rf $X && mkdir -p $X && tar --exclude='./build*' -cf - . | tar -xf - -C $X &&
-    (cd $X && patch -p1 < "$root/$EXP" >/dev/null) || { log "experiment patch failed"; return 1; }
+  scripts/copy-tree.sh $X "$EXP" || { log "experiment patch failed"; return 1; }
 }
 exp_build() { # build dir, cmake options (one word list), targets...
   local dir=$1 opts=$2

@@ -23,9 +23,10 @@ mkdir -p /tmp/mps-pipe /tmp/mps-log
 checks="OFF"
 [ "${CONF:-0}" = 1 ] && checks="ON OFF"
 for v in o t; do
-  rm -rf /tmp/ab-$v && mkdir -p /tmp/ab-$v && tar --exclude='./build*' -cf - . | tar -xf - -C /tmp/ab-$v
-  if [ $v = t ] && ! (cd /tmp/ab-t && patch -p1 <"$PATCH" >/dev/null); then
-    echo "patch $PATCH failed: no A/B" # t would be o again
+  p=""
+  [ $v = t ] && p=$PATCH
+  if ! scripts/copy-tree.sh /tmp/ab-$v "$p"; then
+    echo "copy of the tree or patch $p failed: no A/B" # t would be o again
     exit 1
   fi
   for c in $checks; do

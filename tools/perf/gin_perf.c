@@ -42,8 +42,7 @@ static void usage(FILE *f) {
       "  --blocks B --threads T    grid of bw/rate/ring (default: one block\n"
       "                            per SM, 128 threads for rate)\n"
       "  --reps R                  timed repetitions of bw/rate (5)\n"
-      "  --launches L              pingpong, sigpp, L > 1: L kernels per "
-      "size,\n"
+      "  --launches L              pingpong, sigpp, L > 1: L kernels a size,\n"
       "                            each after a raw floor kernel; medians of\n"
       "                            the launches' medians (the upper one for\n"
       "                            even L), ratio to the floors' (1: one\n"
@@ -74,28 +73,8 @@ static void parse(int argc, char **argv, perf_opts_t *o) {
               a);
       usage(stderr);
       exit(2);
-    } else if (!strcmp(a, "-b")) {
-      o->b = strtoull(argv[++i], NULL, 0);
-    } else if (!strcmp(a, "-e")) {
-      o->e = strtoull(argv[++i], NULL, 0);
-    } else if (!strcmp(a, "-f")) {
-      o->f = atof(argv[++i]);
-    } else if (!strcmp(a, "-n")) {
-      o->iters = atoi(argv[++i]);
-    } else if (!strcmp(a, "-w")) {
-      o->warmup = atoi(argv[++i]);
-    } else if (!strcmp(a, "-c")) {
-      o->contexts = atoi(argv[++i]);
-    } else if (!strcmp(a, "--blocks")) {
-      o->blocks = atoi(argv[++i]);
-    } else if (!strcmp(a, "--threads")) {
-      o->threads = atoi(argv[++i]);
-    } else if (!strcmp(a, "--reps")) {
-      o->reps = atoi(argv[++i]);
-    } else if (!strcmp(a, "--launches")) {
-      o->launches = atoi(argv[++i]);
-    } else if (!strcmp(a, "--csv")) {
-      o->csv = argv[++i];
+    } else if (PEER_OPTS_SET_VALUED(o, a, argv[i + 1])) {
+      i++;
     } else if (!strcmp(a, "--json")) {
       o->json = argv[++i];
     } else if (!strcmp(a, "-g")) {

@@ -256,9 +256,10 @@ GIN_DEVICE_FN void lat_wait(const lat_args_t *a, int v, gin_coop_t c,
  * kernel (LAT_KERNEL below), which holds one loop per coop kind, v and c
  * constants in each: as in a user's kernel, where the coop is a literal,
  * no variant or coop pays for the code of the others between its wait
- * and its send (one kernel switching over twenty variants with the coop
- * a runtime value cost ~580 cycles there, and its register count moved
- * every variant's round trip). */
+ * and its send. In one kernel switching over twenty variants with the
+ * coop a runtime value, ~580 cycles passed between a wait's return and
+ * the next put (clock marks, thirteenth session), and a change to one
+ * variant's code moved the others' round trips (fourteenth session). */
 GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v, gin_coop_t c) {
   const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);

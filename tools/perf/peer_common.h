@@ -120,32 +120,30 @@ static inline void peer_launch_medians(double *med, double *p99, int n,
   peer_stats(p99, n, 1.0, p99_out, &hi);
 }
 
+/* Stores option `a` with its value `v` in *o, any options struct with
+ * these fields (peer_opts_t; gin-perf's perf_opts_t), when it is one of
+ * the valued options every benchmark takes but -g (whose field differs):
+ * 1 when stored, else 0. A macro for the same reason as PEER_OPTS_INIT. */
+#define PEER_OPTS_SET_VALUED(o, a, v)                                          \
+  (!strcmp((a), "-b")           ? ((o)->b = strtoull((v), NULL, 0), 1)         \
+   : !strcmp((a), "-e")         ? ((o)->e = strtoull((v), NULL, 0), 1)         \
+   : !strcmp((a), "-f")         ? ((o)->f = atof(v), 1)                        \
+   : !strcmp((a), "-n")         ? ((o)->iters = atoi(v), 1)                    \
+   : !strcmp((a), "-w")         ? ((o)->warmup = atoi(v), 1)                   \
+   : !strcmp((a), "-c")         ? ((o)->contexts = atoi(v), 1)                 \
+   : !strcmp((a), "--blocks")   ? ((o)->blocks = atoi(v), 1)                   \
+   : !strcmp((a), "--threads")  ? ((o)->threads = atoi(v), 1)                  \
+   : !strcmp((a), "--reps")     ? ((o)->reps = atoi(v), 1)                     \
+   : !strcmp((a), "--launches") ? ((o)->launches = atoi(v), 1)                 \
+   : !strcmp((a), "--csv")      ? ((o)->csv = (v), 1)                          \
+                                : 0)
+
 /* Stores option `a` with its value `v` when it is one of the common
  * valued options (-g: thread, warp or block only). Returns 1 when stored,
  * 0 when not one of them. */
 static inline int peer_opts_set(peer_opts_t *o, const char *a, const char *v) {
-  if (!strcmp(a, "-b"))
-    o->b = strtoull(v, NULL, 0);
-  else if (!strcmp(a, "-e"))
-    o->e = strtoull(v, NULL, 0);
-  else if (!strcmp(a, "-f"))
-    o->f = atof(v);
-  else if (!strcmp(a, "-n"))
-    o->iters = atoi(v);
-  else if (!strcmp(a, "-w"))
-    o->warmup = atoi(v);
-  else if (!strcmp(a, "-c"))
-    o->contexts = atoi(v);
-  else if (!strcmp(a, "--blocks"))
-    o->blocks = atoi(v);
-  else if (!strcmp(a, "--threads"))
-    o->threads = atoi(v);
-  else if (!strcmp(a, "--reps"))
-    o->reps = atoi(v);
-  else if (!strcmp(a, "--launches"))
-    o->launches = atoi(v);
-  else if (!strcmp(a, "--csv"))
-    o->csv = v;
+  if (PEER_OPTS_SET_VALUED(o, a, v))
+    return 1;
   else if (!strcmp(a, "-g") && !strcmp(v, "thread"))
     o->gran = PEER_GRAN_THREAD;
   else if (!strcmp(a, "-g") && !strcmp(v, "warp"))
