@@ -290,6 +290,15 @@ if [ "${MODE:-all}" = check ]; then
   run conformance_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $T/conformance_cuda
   run badinput_cuda_2 $R -n 2 --timeout 60 $T/badinput_cuda
   run badinput_cuda_proxy_3 env GIN_BACKEND=proxy $R -n 3 --timeout 60 $T/badinput_cuda
+  # Window memory (GIN_CUDA_VMM): the default must pick VMM here (INFO
+  # line); CUDA IPC alone; even ranks IPC and odd ranks VMM in one job
+  # (each imports both kinds); a bad value must fail init naming it.
+  run vmm_mixed_4 env GIN_DEBUG=INFO GIN_DEBUG_SUBSYS=INIT $R -n 4 --timeout 60 \
+    sh -c '[ $((GIN_RANK % 2)) = 0 ] && export GIN_CUDA_VMM=0; exec "$@"' sh $T/conformance_cuda
+  log "vmm_mixed_4: $(grep -c 'windows from cuMemCreate' "$OUT/vmm_mixed_4.log") ranks VMM, $(grep -c 'cudaMalloc (CUDA IPC)\|GIN_CUDA_VMM' "$OUT/vmm_mixed_4.log") lines naming IPC (expected 2 and 0)"
+  run conformance_ipc_2 env GIN_CUDA_VMM=0 $R -n 2 --timeout 60 $T/conformance_cuda
+  run vmm_badvalue_2 env GIN_CUDA_VMM=5 $R -n 2 --timeout 60 $T/conformance_cuda
+  log "vmm_badvalue_2: $(grep -c 'GIN_CUDA_VMM=5: expected -1' "$OUT/vmm_badvalue_2.log") lines name it (expected >= 2, rc != 0)"
   fi
   for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 60 $E/test_ep_cuda; done
   [ -z "${CHECK_QUICK:-}" ] && {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "arch/memfd.h"
@@ -91,4 +92,29 @@ gin_result_t gin_memfd_import(const gin_arch_handle_t *handle, size_t size,
 
 void gin_memfd_unimport(void *ptr, size_t size, void *cookie) {
   munmap(ptr, (size_t)(uintptr_t)cookie);
+}
+
+int gin_pidfd_dup(int32_t pid, int32_t fd) {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+  int pfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+  if (pfd < 0) return -1;
+  int out = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+  int e = errno;
+  close(pfd);
+  errno = e;
+  return out;
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+int gin_memfd_dup_check(const gin_arch_handle_t *handle) {
+  host_handle_t h;
+  memcpy(&h, handle->bytes, sizeof h);
+  if (h.magic != HOST_HANDLE_MAGIC || h.fd < 0) return EINVAL;
+  int fd = gin_pidfd_dup(h.pid, h.fd);
+  if (fd < 0) return errno;
+  close(fd);
+  return 0;
 }

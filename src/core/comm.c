@@ -323,6 +323,19 @@ static gin_result_t comm_map_peer_ctrl(gin_comm_t c) {
   return res;
 }
 
+/* Every rank must be able to map what each of its load/store peers will
+ * allocate (gin_arch_shm_*): where one cannot, all fall back to the method
+ * every process can import (cuda target: CUDA IPC instead of VMM). */
+static gin_result_t comm_agree_shm(gin_comm_t c) {
+  int cannot = 0, any = 0;
+  for (int r = 0; r < c->nranks; r++)
+    if (r != c->rank && c->path_mapped[r] &&
+        !gin_arch_shm_can_import_from(&c->peers[r].ctrl))
+      cannot = 1;
+  GIN_CHECK(comm_any(c, cannot, &any));
+  return any ? gin_arch_shm_fallback() : GIN_SUCCESS;
+}
+
 static void comm_free(gin_comm_t c) {
   gin_watch_stop(c); /* its thread writes the control pages */
   if (c->peer_ctrl)
@@ -436,6 +449,7 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
                  res, free_comm);
   GIN_CHECK_GOTO(comm_setup_paths(c), res, free_comm);
   GIN_CHECK_GOTO(comm_map_peer_ctrl(c), res, free_comm);
+  GIN_CHECK_GOTO(comm_agree_shm(c), res, free_comm);
   /* Every rank has its ring now (the exchange above): link and watch.
    * After the peers' control pages are mapped: the watcher writes them
    * (its thread's start orders the mapping before). */

@@ -1,9 +1,10 @@
 /*
- * cuda target: windows and signal areas are device memory shared through
- * CUDA IPC (works between MPS clients of one GPU and between P2P-capable
- * GPUs); control pages are memfd host memory registered as mapped pinned
- * memory, so kernels poll the abort word and the host reads error records
- * without a copy.
+ * cuda target: windows and signal areas are device memory shared with the
+ * peers of the host, from cuMemCreate with its descriptor taken by
+ * pidfd_getfd (vmm.c) or from cudaMalloc with CUDA IPC handles; both work
+ * between MPS clients of one GPU and between P2P-capable GPUs. Control pages
+ * are memfd host memory registered as mapped pinned memory, so kernels poll the
+ * abort word and the host reads error records without a copy.
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -13,26 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arch/cuda/cuda_arch.h"
 #include "arch/memfd.h"
-
-#define CUDA_HANDLE_MAGIC 0x47494e43u /* "GINC" */
-
-#define GIN_CUDA_CALL(call, what)                                              \
-  do {                                                                         \
-    cudaError_t e_ = (call);                                                   \
-    if (e_ != cudaSuccess)                                                     \
-      return GIN_ERROR(                                                        \
-          e_ == cudaErrorMemoryAllocation ? GIN_ERR_NOMEM : GIN_ERR_CUDA,      \
-          "%s: %s (%s)", what, cudaGetErrorString(e_), cudaGetErrorName(e_));  \
-  } while (0)
-
-typedef struct cuda_handle {
-  uint32_t magic;
-  int32_t pid;
-  uint64_t size;
-  cudaIpcMemHandle_t ipc;
-} cuda_handle_t;
-_Static_assert(sizeof(cuda_handle_t) <= GIN_ARCH_HANDLE_BYTES, "handle size");
 
 typedef struct cuda_devinfo {
   char uuid[16];
@@ -68,7 +51,7 @@ static void stream_key_make(void) {
   pthread_key_create(&stream_key, stream_destroy);
 }
 
-static gin_result_t thread_stream(cudaStream_t *out) {
+gin_result_t gin_cuda_thread_stream_(cudaStream_t *out) {
   pthread_once(&stream_once, stream_key_make);
   cudaStream_t s = (cudaStream_t)pthread_getspecific(stream_key);
   if (!s) {
@@ -101,6 +84,7 @@ gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   if (dev >= 0) GIN_CUDA_CALL(cudaSetDevice(dev), "cudaSetDevice");
   GIN_CUDA_CALL(cudaGetDevice(&dev), "cudaGetDevice");
   arch_device = dev;
+  GIN_CHECK(gin_cuda_vmm_init_());
   struct cudaDeviceProp prop;
   GIN_CUDA_CALL(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
   cuda_devinfo_t di;
@@ -144,52 +128,104 @@ int gin_arch_can_map(const gin_arch_devinfo_t *self,
 gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
                                 gin_arch_handle_t *handle_out,
                                 void **cookie_out) {
-  void *p = NULL;
-  GIN_CUDA_CALL(cudaMalloc(&p, size), "cudaMalloc of shareable memory");
-  /* Zeroed on this thread's stream, synchronously: a memset on the legacy
-   * stream would not be ordered before later copies on that stream. */
-  if (gin_arch_memset(p, 0, size) != GIN_SUCCESS) {
-    cudaFree(p);
-    return GIN_ERR_CUDA;
-  }
   cuda_handle_t h;
   memset(&h, 0, sizeof h);
-  cudaError_t e = cudaIpcGetMemHandle(&h.ipc, p);
-  if (e != cudaSuccess) {
-    cudaFree(p);
-    return GIN_ERROR(GIN_ERR_CUDA, "cudaIpcGetMemHandle(%zu bytes): %s", size,
-                     cudaGetErrorString(e));
-  }
-  h.magic = CUDA_HANDLE_MAGIC;
   h.pid = (int32_t)getpid();
-  h.size = size;
+  void *p = NULL, *cookie = NULL;
+  gin_result_t res = GIN_ERR_UNSUPPORTED;
+  if (gin_cuda_vmm_on_()) {
+    res = gin_cuda_vmm_alloc_(size, &p, &h, &cookie);
+    if (res == GIN_SUCCESS && gin_arch_memset(p, 0, size) != GIN_SUCCESS) {
+      gin_cuda_vmm_release_(cookie);
+      return GIN_ERR_CUDA;
+    }
+    /* Automatic choice: an allocation VMM cannot make (other than for
+     * want of memory) comes from cudaMalloc, as every later one. */
+    if (res != GIN_SUCCESS && res != GIN_ERR_NOMEM && !gin_cuda_vmm_forced_()) {
+      GIN_WARN(INIT, "the VMM allocation failed (the warning above): "
+                     "cudaMalloc from now on");
+      gin_cuda_vmm_off_();
+    } else if (res != GIN_SUCCESS) {
+      return res;
+    }
+  }
+  if (res != GIN_SUCCESS) {
+    GIN_CUDA_CALL(cudaMalloc(&p, size), "cudaMalloc of shareable memory");
+    /* Zeroed on this thread's stream, synchronously: a memset on the
+     * legacy stream would not be ordered before later copies on it. */
+    if (gin_arch_memset(p, 0, size) != GIN_SUCCESS) {
+      cudaFree(p);
+      return GIN_ERR_CUDA;
+    }
+    cudaError_t e = cudaIpcGetMemHandle(&h.u.ipc, p);
+    if (e != cudaSuccess) {
+      cudaFree(p);
+      return GIN_ERROR(GIN_ERR_CUDA, "cudaIpcGetMemHandle(%zu bytes): %s", size,
+                       cudaGetErrorString(e));
+    }
+    h.magic = CUDA_HANDLE_MAGIC;
+    h.size = size;
+  }
   memset(handle_out, 0, sizeof *handle_out);
   memcpy(handle_out->bytes, &h, sizeof h);
   *ptr_out = p;
-  *cookie_out = NULL;
+  *cookie_out = cookie;
   return GIN_SUCCESS;
 }
 
-void gin_arch_shm_free(void *ptr, size_t size, void *cookie) { cudaFree(ptr); }
+void gin_arch_shm_free(void *ptr, size_t size, void *cookie) {
+  if (cookie)
+    gin_cuda_vmm_release_(cookie);
+  else
+    cudaFree(ptr);
+}
 
 gin_result_t gin_arch_shm_import(const gin_arch_handle_t *handle, size_t size,
                                  void **ptr_out, void **cookie_out) {
   cuda_handle_t h;
   memcpy(&h, handle->bytes, sizeof h);
-  if (h.magic != CUDA_HANDLE_MAGIC || h.size < size)
+  if ((h.magic != CUDA_HANDLE_MAGIC && h.magic != CUDA_VMM_MAGIC) ||
+      h.size < size)
     return GIN_ERROR(GIN_ERR_PROTOCOL,
-                     "bad CUDA memory handle (size %llu < %zu)",
-                     (unsigned long long)h.size, size);
+                     "bad CUDA memory handle (magic %#x, size %llu < %zu)",
+                     h.magic, (unsigned long long)h.size, size);
+  if (h.magic == CUDA_VMM_MAGIC)
+    return gin_cuda_vmm_import_(&h, ptr_out, cookie_out);
   void *p = NULL;
-  GIN_CUDA_CALL(cudaIpcOpenMemHandle(&p, h.ipc, cudaIpcMemLazyEnablePeerAccess),
-                "cudaIpcOpenMemHandle of a peer's memory");
+  GIN_CUDA_CALL(
+      cudaIpcOpenMemHandle(&p, h.u.ipc, cudaIpcMemLazyEnablePeerAccess),
+      "cudaIpcOpenMemHandle of a peer's memory");
   *ptr_out = p;
   *cookie_out = NULL;
   return GIN_SUCCESS;
 }
 
 void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
-  cudaIpcCloseMemHandle(ptr);
+  if (cookie)
+    gin_cuda_vmm_release_(cookie);
+  else
+    cudaIpcCloseMemHandle(ptr);
+}
+
+int gin_arch_shm_can_import_from(const gin_arch_handle_t *peer_ctrl) {
+  if (!gin_cuda_vmm_on_()) return 1;
+  int e = gin_memfd_dup_check(peer_ctrl);
+  if (e != 0)
+    GIN_INFO(INIT, "pidfd_getfd of a peer's control page: %s", strerror(e));
+  return e == 0;
+}
+
+gin_result_t gin_arch_shm_fallback(void) {
+  if (!gin_cuda_vmm_on_()) return GIN_SUCCESS;
+  if (gin_cuda_vmm_forced_())
+    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                     "GIN_CUDA_VMM=1: a rank on this host cannot take its "
+                     "peers' descriptors with pidfd_getfd (its INFO log "
+                     "says why); unset GIN_CUDA_VMM or set it to 0");
+  gin_cuda_vmm_off_();
+  GIN_INFO(INIT, "a rank cannot take its peers' descriptors: windows from "
+                 "cudaMalloc (CUDA IPC) from now on");
+  return GIN_SUCCESS;
 }
 
 static gin_result_t host_register(void *host, size_t size, void **dev_out) {
@@ -250,7 +286,7 @@ void gin_arch_dev_free(void *ptr) { cudaFree(ptr); }
 
 gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
   cudaStream_t s;
-  GIN_CHECK(thread_stream(&s));
+  GIN_CHECK(gin_cuda_thread_stream_(&s));
   GIN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s),
                 "cudaMemcpyAsync");
   GIN_CUDA_CALL(cudaStreamSynchronize(s), "cudaStreamSynchronize after copy");
@@ -263,7 +299,7 @@ gin_result_t gin_arch_dev_flag_set(uint32_t *dev) {
    * this copy is on the stream. */
   static const uint32_t one = 1;
   cudaStream_t s;
-  GIN_CHECK(thread_stream(&s));
+  GIN_CHECK(gin_cuda_thread_stream_(&s));
   GIN_CUDA_CALL(
       cudaMemcpyAsync(dev, &one, sizeof one, cudaMemcpyHostToDevice, s),
       "cudaMemcpyAsync of the abort gate");
@@ -406,7 +442,7 @@ gin_result_t gin_arch_copy_submit(void *const *dsts, const void *const *srcs,
                                   const size_t *sizes, size_t n) {
   if (n == 0) return GIN_SUCCESS;
   cudaStream_t s;
-  GIN_CHECK(thread_stream(&s));
+  GIN_CHECK(gin_cuda_thread_stream_(&s));
   size_t nlarge = 0;
   for (size_t i = 0; i < n; i++)
     nlarge += sizes[i] >= COPY_ALONE_BYTES;
@@ -461,7 +497,7 @@ static gin_result_t copy_warm_up(cudaStream_t s) {
 
 gin_result_t gin_arch_copy_thread_setup(void) {
   cudaStream_t s;
-  GIN_CHECK(thread_stream(&s));
+  GIN_CHECK(gin_cuda_thread_stream_(&s));
   int64_t k = param_copy_streams();
   if (k > 1 && !thread_side((int)(k > COPY_SIDE_MAX ? COPY_SIDE_MAX : k)))
     return GIN_ERROR(GIN_ERR_CUDA,
@@ -472,14 +508,14 @@ gin_result_t gin_arch_copy_thread_setup(void) {
 
 gin_result_t gin_arch_copy_wait(void) {
   cudaStream_t s;
-  GIN_CHECK(thread_stream(&s));
+  GIN_CHECK(gin_cuda_thread_stream_(&s));
   GIN_CUDA_CALL(cudaStreamSynchronize(s), "cudaStreamSynchronize after copies");
   return GIN_SUCCESS;
 }
 
 gin_result_t gin_arch_memset(void *dst, int value, size_t bytes) {
   cudaStream_t s;
-  GIN_CHECK(thread_stream(&s));
+  GIN_CHECK(gin_cuda_thread_stream_(&s));
   GIN_CUDA_CALL(cudaMemsetAsync(dst, value, bytes, s), "cudaMemsetAsync");
   GIN_CUDA_CALL(cudaStreamSynchronize(s), "cudaStreamSynchronize after memset");
   return GIN_SUCCESS;

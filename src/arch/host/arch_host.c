@@ -48,6 +48,13 @@ void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
   gin_memfd_unimport(ptr, size, cookie);
 }
 
+/* memfd memory is imported through /proc, as control pages are. */
+int gin_arch_shm_can_import_from(const gin_arch_handle_t *peer_ctrl) {
+  return 1;
+}
+
+gin_result_t gin_arch_shm_fallback(void) { return GIN_SUCCESS; }
+
 gin_result_t gin_arch_hostmem_alloc(size_t size, void **host_out,
                                     void **dev_out,
                                     gin_arch_handle_t *handle_out,
