@@ -290,15 +290,35 @@ if [ "${MODE:-all}" = check ]; then
   run conformance_tcp_2 env GIN_BACKEND=proxy GIN_TRANSPORT=tcp $R -n 2 --timeout 60 $T/conformance_cuda
   run badinput_cuda_2 $R -n 2 --timeout 60 $T/badinput_cuda
   run badinput_cuda_proxy_3 env GIN_BACKEND=proxy $R -n 3 --timeout 60 $T/badinput_cuda
-  # Window memory (GIN_CUDA_VMM): the default must pick VMM here (INFO
-  # line); CUDA IPC alone; even ranks IPC and odd ranks VMM in one job
-  # (each imports both kinds); a bad value must fail init naming it.
-  run vmm_mixed_4 env GIN_DEBUG=INFO GIN_DEBUG_SUBSYS=INIT $R -n 4 --timeout 60 \
-    sh -c '[ $((GIN_RANK % 2)) = 0 ] && export GIN_CUDA_VMM=0; exec "$@"' sh $T/conformance_cuda
-  log "vmm_mixed_4: $(grep -c 'windows from cuMemCreate' "$OUT/vmm_mixed_4.log") ranks VMM, $(grep -c 'cudaMalloc (CUDA IPC)\|GIN_CUDA_VMM' "$OUT/vmm_mixed_4.log") lines naming IPC (expected 2 and 0)"
-  run conformance_ipc_2 env GIN_CUDA_VMM=0 $R -n 2 --timeout 60 $T/conformance_cuda
-  run vmm_badvalue_2 env GIN_CUDA_VMM=5 $R -n 2 --timeout 60 $T/conformance_cuda
-  log "vmm_badvalue_2: $(grep -c 'GIN_CUDA_VMM=5: expected -1' "$OUT/vmm_badvalue_2.log") lines name it (expected >= 2, rc != 0)"
+  # Window memory (GIN_CUDA_VMM), each case judged PASS / FAIL on its rc
+  # and how many lines of its log (INFO on) match a pattern:
+  vmm_case() { # name, rc wanted (0 or nz), pattern, lines at least, command...
+    local name=$1 want=$2 pat=$3 min=$4 rc n v=FAIL
+    shift 4
+    timeout 100 env GIN_DEBUG=INFO GIN_DEBUG_SUBSYS=INIT "$@" >"$OUT/$name.log" 2>&1
+    rc=$?
+    n=$(grep -c -- "$pat" "$OUT/$name.log")
+    { [ "$want" = 0 ] && [ $rc = 0 ] || { [ "$want" = nz ] && [ $rc != 0 ]; }; } &&
+      [ "$n" -ge "$min" ] && v=PASS
+    log "$name: $v (rc=$rc; $n lines match '$pat', wanted >= $min)"
+  }
+  C=$T/conformance_cuda DENY=build-dev/tests/unit/deny_pidfd_getfd
+  # The default picks VMM here (no Yama, root): each rank says so.
+  vmm_case vmm_default_2 0 'windows from cuMemCreate' 2 $R -n 2 --timeout 60 $C
+  vmm_case vmm_ipc_2 0 'conformance: passed' 1 env GIN_CUDA_VMM=0 $R -n 2 --timeout 60 $C
+  # Even ranks CUDA IPC, odd ranks VMM: each imports both kinds.
+  vmm_case vmm_mixed_4 0 'windows from cuMemCreate' 2 $R -n 4 --timeout 60 \
+    sh -c '[ $((GIN_RANK % 2)) = 0 ] && export GIN_CUDA_VMM=0; exec "$@"' sh $C
+  # Rank 1 cannot take descriptors (pidfd_getfd refused by seccomp): both
+  # ranks fall back to CUDA IPC, naming rank 1 and rank 0, and pass.
+  vmm_case vmm_denied_2 0 "rank 1 cannot take rank 0's memory descriptors" 2 \
+    $R -n 2 --timeout 60 sh -c '[ "$GIN_RANK" = 1 ] && exec "$0" "$@"; exec "$@"' $DENY $C
+  # The same with GIN_CUDA_VMM=1 on rank 0: both fail init saying why.
+  vmm_case vmm_denied_forced_2 nz 'and rank 0 has GIN_CUDA_VMM=1' 2 $R -n 2 --timeout 60 \
+    sh -c '[ "$GIN_RANK" = 1 ] && exec "$0" "$@"; export GIN_CUDA_VMM=1; exec "$@"' $DENY $C
+  vmm_case vmm_badvalue_2 nz 'GIN_CUDA_VMM=5: expected -1' 2 env GIN_CUDA_VMM=5 $R -n 2 --timeout 60 $C
+  # Memory of a VMM window under memcheck.
+  run memcheck_vmm_2 $R -n 2 --timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $C
   fi
   for n in 2 4 8; do run ep_test_$n $R -n $n --timeout 60 $E/test_ep_cuda; done
   [ -z "${CHECK_QUICK:-}" ] && {

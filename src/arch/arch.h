@@ -46,15 +46,21 @@ void gin_arch_shm_free(void *ptr, size_t size, void *cookie);
 gin_result_t gin_arch_shm_import(const gin_arch_handle_t *handle, size_t size,
                                  void **ptr_out, void **cookie_out);
 void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie);
-/* Whether this process could import the shareable memory that the peer
- * whose control page `peer_ctrl` is (gin_arch_hostmem_alloc's handle, a
- * process on this host) allocates with the method in use here. */
-int gin_arch_shm_can_import_from(const gin_arch_handle_t *peer_ctrl);
-/* Called on every rank of a communicator when some rank could not
- * (gin_arch_shm_can_import_from): later allocations use the method every
- * process can import, or GIN_ERR_UNSUPPORTED where the user forced the
- * other. */
-gin_result_t gin_arch_shm_fallback(void);
+/* What importing this process's shareable memory asks of a peer, for
+ * gin_comm_init to check on every rank: GIN_ARCH_SHM_TAKES_FD (the peer
+ * takes a descriptor from this process, pidfd_getfd), GIN_ARCH_SHM_FORCED
+ * (the user chose that method: no falling back). 0 on the host target. */
+#define GIN_ARCH_SHM_TAKES_FD 1
+#define GIN_ARCH_SHM_FORCED 2
+int gin_arch_shm_mode(void);
+/* 0 if this process can take a descriptor from the peer whose control page
+ * is `peer_ctrl` (gin_arch_hostmem_alloc's handle, a process on this host),
+ * else the errno. */
+int gin_arch_shm_fd_check(const gin_arch_handle_t *peer_ctrl);
+/* Makes this process's later allocations use the method every process can
+ * import (called on every rank of a communicator where some rank could not
+ * take a peer's descriptor). */
+void gin_arch_shm_fallback(void);
 
 /* Shareable host memory that the device can access (control pages):
  * host_ptr for the CPU, dev_ptr for kernels. */

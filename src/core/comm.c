@@ -324,16 +324,46 @@ static gin_result_t comm_map_peer_ctrl(gin_comm_t c) {
 }
 
 /* Every rank must be able to map what each of its load/store peers will
- * allocate (gin_arch_shm_*): where one cannot, all fall back to the method
- * every process can import (cuda target: CUDA IPC instead of VMM). */
+ * allocate (gin_arch_shm_*): each rank takes (and closes) a descriptor of
+ * every mapped peer whose memory is imported that way. Where one cannot,
+ * every rank falls back to the method any process can import (cuda: CUDA
+ * IPC instead of VMM), or, if some rank forced the method, every rank
+ * fails naming the ranks and the errno. The same decision on every rank:
+ * it is made from all-gathered words only. */
 static gin_result_t comm_agree_shm(gin_comm_t c) {
-  int cannot = 0, any = 0;
-  for (int r = 0; r < c->nranks; r++)
-    if (r != c->rank && c->path_mapped[r] &&
-        !gin_arch_shm_can_import_from(&c->peers[r].ctrl))
-      cannot = 1;
-  GIN_CHECK(comm_any(c, cannot, &any));
-  return any ? gin_arch_shm_fallback() : GIN_SUCCESS;
+  int32_t *mode = (int32_t *)calloc((size_t)c->nranks, sizeof *mode);
+  if (!mode) return GIN_ERROR(GIN_ERR_NOMEM, "gin_comm_init: shm modes");
+  mode[c->rank] = gin_arch_shm_mode();
+  gin_result_t res = gin_bs_allgather(c->bs, mode, sizeof *mode);
+  /* Which peer this rank cannot take from: errno + 4096 x peer. */
+  int32_t mine = 0, word = 0;
+  int forced = -1, first = -1, any_fd = 0;
+  for (int r = 0; res == GIN_SUCCESS && r < c->nranks; r++) {
+    if ((mode[r] & GIN_ARCH_SHM_FORCED) && forced < 0) forced = r;
+    any_fd |= (mode[r] & GIN_ARCH_SHM_TAKES_FD) != 0;
+    if (r == c->rank || !c->path_mapped[r] ||
+        !(mode[r] & GIN_ARCH_SHM_TAKES_FD))
+      continue;
+    int e = gin_arch_shm_fd_check(&c->peers[r].ctrl);
+    if (e != 0 && mine == 0) mine = (e & 4095) + 4096 * r;
+  }
+  free(mode);
+  if (res != GIN_SUCCESS || !any_fd) return res; /* alike on every rank */
+  res = gin_comm_statuses_(c, mine, &first, &word);
+  if (res != GIN_SUCCESS || first < 0) return res;
+  int peer = word / 4096, e = word % 4096;
+  if (forced >= 0)
+    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                     "gin_comm_init: rank %d cannot take rank %d's memory "
+                     "descriptors (pidfd_getfd: %s), and rank %d has "
+                     "GIN_CUDA_VMM=1; unset it or set it to 0",
+                     first, peer, strerror(e), forced);
+  GIN_INFO(INIT,
+           "rank %d cannot take rank %d's memory descriptors (pidfd_getfd: "
+           "%s): later windows from the method every rank can map",
+           first, peer, strerror(e));
+  gin_arch_shm_fallback();
+  return GIN_SUCCESS;
 }
 
 static void comm_free(gin_comm_t c) {

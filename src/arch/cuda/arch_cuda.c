@@ -187,7 +187,8 @@ gin_result_t gin_arch_shm_import(const gin_arch_handle_t *handle, size_t size,
   if ((h.magic != CUDA_HANDLE_MAGIC && h.magic != CUDA_VMM_MAGIC) ||
       h.size < size)
     return GIN_ERROR(GIN_ERR_PROTOCOL,
-                     "bad CUDA memory handle (magic %#x, size %llu < %zu)",
+                     "bad CUDA memory handle (magic %#x, size %llu; %zu "
+                     "bytes wanted)",
                      h.magic, (unsigned long long)h.size, size);
   if (h.magic == CUDA_VMM_MAGIC)
     return gin_cuda_vmm_import_(&h, ptr_out, cookie_out);
@@ -207,25 +208,20 @@ void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
     cudaIpcCloseMemHandle(ptr);
 }
 
-int gin_arch_shm_can_import_from(const gin_arch_handle_t *peer_ctrl) {
-  if (!gin_cuda_vmm_on_()) return 1;
-  int e = gin_memfd_dup_check(peer_ctrl);
-  if (e != 0)
-    GIN_INFO(INIT, "pidfd_getfd of a peer's control page: %s", strerror(e));
-  return e == 0;
+int gin_arch_shm_mode(void) {
+  return (gin_cuda_vmm_on_() ? GIN_ARCH_SHM_TAKES_FD : 0) |
+         (gin_cuda_vmm_forced_() ? GIN_ARCH_SHM_FORCED : 0);
 }
 
-gin_result_t gin_arch_shm_fallback(void) {
-  if (!gin_cuda_vmm_on_()) return GIN_SUCCESS;
-  if (gin_cuda_vmm_forced_())
-    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
-                     "GIN_CUDA_VMM=1: a rank on this host cannot take its "
-                     "peers' descriptors with pidfd_getfd (its INFO log "
-                     "says why); unset GIN_CUDA_VMM or set it to 0");
+int gin_arch_shm_fd_check(const gin_arch_handle_t *peer_ctrl) {
+  return gin_memfd_dup_check(peer_ctrl);
+}
+
+void gin_arch_shm_fallback(void) {
+  if (!gin_cuda_vmm_on_()) return;
   gin_cuda_vmm_off_();
   GIN_INFO(INIT, "a rank cannot take its peers' descriptors: windows from "
                  "cudaMalloc (CUDA IPC) from now on");
-  return GIN_SUCCESS;
 }
 
 static gin_result_t host_register(void *host, size_t size, void **dev_out) {

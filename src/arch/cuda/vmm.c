@@ -146,8 +146,13 @@ static void decide(void) {
   /* Peers are siblings under a launcher, not this process's ancestors:
    * where Yama limits ptrace to descendants, let the launcher's
    * descendants duplicate this process's descriptors (pidfd_getfd checks
-   * ptrace access); not any process of the user. */
-  if (scope == 1) prctl(PR_SET_PTRACER, (unsigned long)getppid(), 0, 0, 0);
+   * ptrace access); not any process of the user, so not where the parent
+   * is init (the check at gin_comm_init then finds out). This replaces a
+   * ptracer the program named itself. */
+  pid_t parent = getppid();
+  if (scope == 1 && parent > 1 &&
+      prctl(PR_SET_PTRACER, (unsigned long)parent, 0, 0, 0) != 0)
+    GIN_INFO(INIT, "PR_SET_PTRACER(%d): %s", (int)parent, strerror(errno));
   atomic_store(&vmm_on, 1);
   GIN_INFO(INIT, "windows from cuMemCreate (VMM), descriptors by "
                  "pidfd_getfd");
@@ -203,9 +208,24 @@ static gin_result_t vmm_map_in(vmm_map_t *m) {
 
 void gin_cuda_vmm_release_(void *cookie) {
   vmm_map_t *m = (vmm_map_t *)cookie;
-  cu.MemUnmap(m->va, m->size);
-  cu.MemAddressFree(m->va, m->size);
-  cu.MemRelease(m->mem);
+  cudaStream_t s; /* gin's device and context current on this thread */
+  CUresult r = gin_cuda_thread_stream_(&s) == GIN_SUCCESS
+                   ? CUDA_SUCCESS
+                   : CUDA_ERROR_INVALID_CONTEXT;
+  /* All three, in this order, whatever each returns; the first error. */
+  CUresult r1 = cu.MemUnmap(m->va, m->size);
+  CUresult r2 = cu.MemAddressFree(m->va, m->size);
+  CUresult r3 = cu.MemRelease(m->mem);
+  if (r == CUDA_SUCCESS)
+    r = r1 != CUDA_SUCCESS ? r1 : r2 != CUDA_SUCCESS ? r2 : r3;
+  if (r != CUDA_SUCCESS) {
+    const char *n = NULL;
+    cu.GetErrorName(r, &n);
+    GIN_WARN(MEM,
+             "releasing a VMM window of %zu bytes: %s (its memory may "
+             "stay allocated)",
+             m->size, n ? n : "unknown CUresult");
+  }
   if (m->fd >= 0) close(m->fd);
   free(m);
 }
@@ -233,8 +253,13 @@ gin_result_t gin_cuda_vmm_alloc_(size_t size, void **ptr_out, cuda_handle_t *h,
   GIN_CU_CALL(cu.MemGetAllocationGranularity(
                   &g, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
               "cuMemGetAllocationGranularity");
-  if (g == 0 || size > SIZE_MAX - g)
-    return GIN_ERROR(GIN_ERR_INVALID, "VMM allocation of %zu bytes", size);
+  if (g == 0)
+    return GIN_ERROR(GIN_ERR_CUDA, "cuMemGetAllocationGranularity gave 0");
+  if (size > SIZE_MAX - g)
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "VMM allocation of %zu bytes: rounding it up to the "
+                     "granularity (%zu) overflows",
+                     size, g);
   vmm_map_t *m = (vmm_map_t *)calloc(1, sizeof *m);
   if (!m) return GIN_ERROR(GIN_ERR_NOMEM, "VMM allocation record");
   m->fd = -1;

@@ -48,12 +48,15 @@ void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
   gin_memfd_unimport(ptr, size, cookie);
 }
 
-/* memfd memory is imported through /proc, as control pages are. */
-int gin_arch_shm_can_import_from(const gin_arch_handle_t *peer_ctrl) {
-  return 1;
+/* memfd memory is imported through /proc, as control pages are: nothing
+ * to check, nothing to fall back from. */
+int gin_arch_shm_mode(void) { return 0; }
+
+int gin_arch_shm_fd_check(const gin_arch_handle_t *peer_ctrl) {
+  return gin_memfd_dup_check(peer_ctrl);
 }
 
-gin_result_t gin_arch_shm_fallback(void) { return GIN_SUCCESS; }
+void gin_arch_shm_fallback(void) {}
 
 gin_result_t gin_arch_hostmem_alloc(size_t size, void **host_out,
                                     void **dev_out,
