@@ -206,6 +206,21 @@ static gin_result_t vmm_map_in(vmm_map_t *m) {
   return GIN_SUCCESS;
 }
 
+/* After r = the call that made m->mem (`what`): maps it (vmm_map_in). On
+ * any failure m is released and freed. */
+static gin_result_t vmm_hold(vmm_map_t *m, CUresult r, const char *what) {
+  if (r != CUDA_SUCCESS) {
+    free(m);
+    GIN_CU_CALL(r, what);
+  }
+  gin_result_t res = vmm_map_in(m);
+  if (res != GIN_SUCCESS) {
+    cu.MemRelease(m->mem);
+    free(m);
+  }
+  return res;
+}
+
 void gin_cuda_vmm_release_(void *cookie) {
   vmm_map_t *m = (vmm_map_t *)cookie;
   cudaStream_t s; /* gin's device and context current on this thread */
@@ -264,18 +279,9 @@ gin_result_t gin_cuda_vmm_alloc_(size_t size, void **ptr_out, cuda_handle_t *h,
   if (!m) return GIN_ERROR(GIN_ERR_NOMEM, "VMM allocation record");
   m->fd = -1;
   m->size = (size + g - 1) / g * g;
-  CUresult r = cu.MemCreate(&m->mem, m->size, &p, 0);
-  if (r != CUDA_SUCCESS) {
-    free(m);
-    GIN_CU_CALL(r, "cuMemCreate of shareable memory");
-  }
-  gin_result_t res = vmm_map_in(m);
-  if (res != GIN_SUCCESS) {
-    cu.MemRelease(m->mem);
-    free(m);
-    return res;
-  }
-  r = cu.MemExportToShareableHandle(
+  GIN_CHECK(vmm_hold(m, cu.MemCreate(&m->mem, m->size, &p, 0),
+                     "cuMemCreate of shareable memory"));
+  CUresult r = cu.MemExportToShareableHandle(
       &m->fd, m->mem, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
   if (r != CUDA_SUCCESS) {
     m->fd = -1;
@@ -317,16 +323,8 @@ gin_result_t gin_cuda_vmm_import_(const cuda_handle_t *h, void **ptr_out,
   CUresult r = cu.MemImportFromShareableHandle(
       &m->mem, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   close(fd);
-  if (r != CUDA_SUCCESS) {
-    free(m);
-    GIN_CU_CALL(r, "cuMemImportFromShareableHandle of a peer's window");
-  }
-  gin_result_t res = vmm_map_in(m);
-  if (res != GIN_SUCCESS) {
-    cu.MemRelease(m->mem);
-    free(m);
-    return res;
-  }
+  GIN_CHECK(
+      vmm_hold(m, r, "cuMemImportFromShareableHandle of a peer's window"));
   *ptr_out = (void *)m->va;
   *cookie_out = m;
   return GIN_SUCCESS;
