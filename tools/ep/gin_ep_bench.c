@@ -522,16 +522,37 @@ int main(int argc, char **argv) {
     for (int j = 0; j < 4; j++)
       if (every[r * 4 + j] > worst[j]) worst[j] = every[r * 4 + j];
   free(every);
-  /* Device copy of the dispatch bytes, the floor, on this rank. */
-  double copy_gbps = -1;
+  /* Device copy of the dispatch bytes, the floor, on this rank alone; then
+   * every rank copying its own at once (a barrier, then enough copies
+   * that the ranks' start skew is small against them): the memory's
+   * floor when ranks share a GPU, total bytes over the slowest rank. */
+  double copy_gbps = -1, copy_all_gbps = -1;
   {
     void *a = NULL, *b = NULL;
     size_t n = (size_t)dbytes;
+    double us_all = -1;
     if (n && gin_mem_alloc(n, &a) == GIN_SUCCESS &&
-        gin_mem_alloc(n, &b) == GIN_SUCCESS)
+        gin_mem_alloc(n, &b) == GIN_SUCCESS) {
       copy_gbps = (double)n / (perf_copy_us(b, a, n, 10) * 1e3);
+      CK(gin_comm_barrier(comm));
+      us_all = perf_copy_us(b, a, n, 200);
+    }
     if (a) gin_mem_free(a);
     if (b) gin_mem_free(b);
+    /* {time, bytes} of every rank: ranks route different numbers of
+     * tokens. */
+    double mine2[2] = {us_all, (double)n};
+    double *all = (double *)calloc((size_t)R * 2, sizeof(double));
+    CK(gin_comm_allgather(comm, mine2, all, sizeof mine2));
+    double slowest = 0, total = 0;
+    for (int r = 0; r < R && slowest >= 0; r++) {
+      slowest = all[2 * r] < 0         ? -1
+                : all[2 * r] > slowest ? all[2 * r]
+                                       : slowest;
+      total += all[2 * r + 1];
+    }
+    if (slowest > 0) copy_all_gbps = total / (slowest * 1e3);
+    free(all);
   }
   if (me == 0) {
     printf("%-14s %-9s %11s %11s %11s %10s\n", "impl", "op", "median_us",
@@ -559,6 +580,9 @@ int main(int argc, char **argv) {
     printf("# rank 0 sends %ld routed tokens: %.0f dispatch bytes, %.0f "
            "combine bytes; device copy of the dispatch bytes: %.1f GB/s\n",
            routed, dbytes, cbytes, copy_gbps);
+    printf("# every rank copying its own dispatch bytes at once: %.1f GB/s "
+           "in all (%.1f a rank)\n",
+           copy_all_gbps, copy_all_gbps / R);
     if (nimpl > 1)
       printf("# host-baseline / gin (rank 0 medians, wall clock with a host "
              "synchronisation on both sides): dispatch %.2f x, combine "
@@ -594,6 +618,11 @@ int main(int argc, char **argv) {
           fprintf(f, "%s,%d,%d,%d,%d,%d,%d,gin-isolated,%s,%.3f,,,,%.3f\n",
                   perf_target_name(), R, o.T, o.H, o.K, o.E, o.fp8, phase[j],
                   iso[j], copy_gbps);
+        /* The all-ranks copy floor: total GB/s in gbps. */
+        fprintf(f,
+                "%s,%d,%d,%d,%d,%d,%d,copy-all-ranks,dispatch,,,,%.3f,%.3f\n",
+                perf_target_name(), R, o.T, o.H, o.K, o.E, o.fp8, copy_all_gbps,
+                copy_gbps);
         fclose(f);
       }
     }
