@@ -55,7 +55,7 @@ void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie);
 int gin_arch_shm_mode(void);
 /* 0 if this process can take a descriptor from the peer whose control page
  * is `peer_ctrl` (gin_arch_hostmem_alloc's handle, a process on this host),
- * else the errno. */
+ * else the errno (memfd.c, for both targets). */
 int gin_arch_shm_fd_check(const gin_arch_handle_t *peer_ctrl);
 /* Makes this process's later allocations use the method every process can
  * import (called on every rank of a communicator where some rank could not

@@ -109,7 +109,8 @@ int gin_pidfd_dup(int32_t pid, int32_t fd) {
 #endif
 }
 
-int gin_memfd_dup_check(const gin_arch_handle_t *handle) {
+/* Both targets' (arch.h): their control pages are memfd memory. */
+int gin_arch_shm_fd_check(const gin_arch_handle_t *handle) {
   host_handle_t h;
   memcpy(&h, handle->bytes, sizeof h);
   if (h.magic != HOST_HANDLE_MAGIC || h.fd < 0) return EINVAL;

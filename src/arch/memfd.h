@@ -17,8 +17,5 @@ void gin_memfd_unimport(void *ptr, size_t size, void *cookie);
  * (pidfd_getfd: Linux 5.6+, and ptrace access to pid). Returns the new
  * descriptor (close-on-exec), or -1 with errno set. */
 int gin_pidfd_dup(int32_t pid, int32_t fd);
-/* Whether this process can duplicate the descriptor of the memory a peer
- * exported with gin_memfd_alloc: 0 if it can, else the errno. */
-int gin_memfd_dup_check(const gin_arch_handle_t *handle);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * Taking a peer's descriptor (src/arch/memfd.c): gin_pidfd_dup and
- * gin_memfd_dup_check, which the cuda target's VMM windows rely on (a
+ * gin_arch_shm_fd_check, which the cuda target's VMM windows rely on (a
  * window's descriptor taken with pidfd_getfd; the check runs on the control
  * pages at gin_comm_init). A real child process exports a memfd; this
  * process takes it, sees the child's bytes through it, and gets the errno
@@ -79,7 +79,7 @@ int main(void) {
   memcpy(&hfd, h.bytes + 8, sizeof hfd);
   CHECK(hpid == pid, "handle pid %d, child %d", (int)hpid, (int)pid);
 
-  int e0 = gin_memfd_dup_check(&h);
+  int e0 = gin_arch_shm_fd_check(&h);
   if (e0 == EPERM) { /* Yama ptrace_scope >= 2, or an LSM: not gin's call */
     fprintf(stderr, "SKIP: pidfd_getfd of a child's descriptor: %s\n",
             strerror(e0));
@@ -101,18 +101,18 @@ int main(void) {
   gin_arch_handle_t bad = h;
   int32_t nofd = 1000; /* the child has no descriptor 1000 */
   memcpy(bad.bytes + 8, &nofd, sizeof nofd);
-  CHECK(gin_memfd_dup_check(&bad) == EBADF, "descriptor the child lacks: %s",
-        strerror(gin_memfd_dup_check(&bad)));
+  CHECK(gin_arch_shm_fd_check(&bad) == EBADF, "descriptor the child lacks: %s",
+        strerror(gin_arch_shm_fd_check(&bad)));
   bad = h;
   bad.bytes[0] ^= 0xff;
-  CHECK(gin_memfd_dup_check(&bad) == EINVAL, "bad magic: %s",
-        strerror(gin_memfd_dup_check(&bad)));
+  CHECK(gin_arch_shm_fd_check(&bad) == EINVAL, "bad magic: %s",
+        strerror(gin_arch_shm_fd_check(&bad)));
 
   close(hold[1]); /* the child exits */
   int st = 0;
   CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
         "child status %d", st);
-  int e = gin_memfd_dup_check(&h);
+  int e = gin_arch_shm_fd_check(&h);
   CHECK(e == ESRCH, "a process that is gone: %s", strerror(e));
   close(hp[0]);
   if (!failures) printf("memfd: passed\n");

@@ -531,12 +531,11 @@ int main(int argc, char **argv) {
     void *a = NULL, *b = NULL;
     size_t n = (size_t)dbytes;
     double us_all = -1;
-    if (n && gin_mem_alloc(n, &a) == GIN_SUCCESS &&
-        gin_mem_alloc(n, &b) == GIN_SUCCESS) {
-      copy_gbps = (double)n / (perf_copy_us(b, a, n, 10) * 1e3);
-      CK(gin_comm_barrier(comm));
-      us_all = perf_copy_us(b, a, n, 200);
-    }
+    int have = n && gin_mem_alloc(n, &a) == GIN_SUCCESS &&
+               gin_mem_alloc(n, &b) == GIN_SUCCESS;
+    if (have) copy_gbps = (double)n / (perf_copy_us(b, a, n, 10) * 1e3);
+    CK(gin_comm_barrier(comm)); /* every rank, with or without a copy */
+    if (have) us_all = perf_copy_us(b, a, n, 200);
     if (a) gin_mem_free(a);
     if (b) gin_mem_free(b);
     /* {time, bytes} of every rank: ranks route different numbers of
@@ -546,9 +545,7 @@ int main(int argc, char **argv) {
     CK(gin_comm_allgather(comm, mine2, all, sizeof mine2));
     double slowest = 0, total = 0;
     for (int r = 0; r < R && slowest >= 0; r++) {
-      slowest = all[2 * r] < 0         ? -1
-                : all[2 * r] > slowest ? all[2 * r]
-                                       : slowest;
+      if (all[2 * r] < 0 || all[2 * r] > slowest) slowest = all[2 * r];
       total += all[2 * r + 1];
     }
     if (slowest > 0) copy_all_gbps = total / (slowest * 1e3);

@@ -125,6 +125,20 @@ int gin_arch_can_map(const gin_arch_devinfo_t *self,
   return ok;
 }
 
+/* cudaMalloc memory and its CUDA IPC handle in h. */
+static gin_result_t ipc_alloc(size_t size, void **p, cuda_handle_t *h) {
+  GIN_CUDA_CALL(cudaMalloc(p, size), "cudaMalloc of shareable memory");
+  cudaError_t e = cudaIpcGetMemHandle(&h->u.ipc, *p);
+  if (e != cudaSuccess) {
+    cudaFree(*p);
+    return GIN_ERROR(GIN_ERR_CUDA, "cudaIpcGetMemHandle(%zu bytes): %s", size,
+                     cudaGetErrorString(e));
+  }
+  h->magic = CUDA_HANDLE_MAGIC;
+  h->size = size;
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
                                 gin_arch_handle_t *handle_out,
                                 void **cookie_out) {
@@ -135,36 +149,22 @@ gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
   gin_result_t res = GIN_ERR_UNSUPPORTED;
   if (gin_cuda_vmm_on_()) {
     res = gin_cuda_vmm_alloc_(size, &p, &h, &cookie);
-    if (res == GIN_SUCCESS && gin_arch_memset(p, 0, size) != GIN_SUCCESS) {
-      gin_cuda_vmm_release_(cookie);
-      return GIN_ERR_CUDA;
-    }
+    if (res != GIN_SUCCESS && (res == GIN_ERR_NOMEM || gin_cuda_vmm_forced_()))
+      return res;
     /* Automatic choice: an allocation VMM cannot make (other than for
      * want of memory) comes from cudaMalloc, as every later one. */
-    if (res != GIN_SUCCESS && res != GIN_ERR_NOMEM && !gin_cuda_vmm_forced_()) {
+    if (res != GIN_SUCCESS) {
       GIN_WARN(INIT, "the VMM allocation failed (the warning above): "
                      "cudaMalloc from now on");
       gin_cuda_vmm_off_();
-    } else if (res != GIN_SUCCESS) {
-      return res;
     }
   }
-  if (res != GIN_SUCCESS) {
-    GIN_CUDA_CALL(cudaMalloc(&p, size), "cudaMalloc of shareable memory");
-    /* Zeroed on this thread's stream, synchronously: a memset on the
-     * legacy stream would not be ordered before later copies on it. */
-    if (gin_arch_memset(p, 0, size) != GIN_SUCCESS) {
-      cudaFree(p);
-      return GIN_ERR_CUDA;
-    }
-    cudaError_t e = cudaIpcGetMemHandle(&h.u.ipc, p);
-    if (e != cudaSuccess) {
-      cudaFree(p);
-      return GIN_ERROR(GIN_ERR_CUDA, "cudaIpcGetMemHandle(%zu bytes): %s", size,
-                       cudaGetErrorString(e));
-    }
-    h.magic = CUDA_HANDLE_MAGIC;
-    h.size = size;
+  if (res != GIN_SUCCESS) GIN_CHECK(ipc_alloc(size, &p, &h));
+  /* Zeroed on this thread's stream, synchronously: a memset on the legacy
+   * stream would not be ordered before later copies on that stream. */
+  if (gin_arch_memset(p, 0, size) != GIN_SUCCESS) {
+    gin_arch_shm_free(p, size, cookie);
+    return GIN_ERR_CUDA;
   }
   memset(handle_out, 0, sizeof *handle_out);
   memcpy(handle_out->bytes, &h, sizeof h);
@@ -211,10 +211,6 @@ void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
 int gin_arch_shm_mode(void) {
   return (gin_cuda_vmm_on_() ? GIN_ARCH_SHM_TAKES_FD : 0) |
          (gin_cuda_vmm_forced_() ? GIN_ARCH_SHM_FORCED : 0);
-}
-
-int gin_arch_shm_fd_check(const gin_arch_handle_t *peer_ctrl) {
-  return gin_memfd_dup_check(peer_ctrl);
 }
 
 void gin_arch_shm_fallback(void) {

@@ -184,9 +184,7 @@ typedef struct vmm_map {
 
 /* Reserves a range for m->mem of m->size bytes, maps it and gives gin's
  * device read and write access; undone on failure. */
-static gin_result_t vmm_map_in(vmm_map_t *m) {
-  int dev = 0;
-  GIN_CUDA_CALL(cudaGetDevice(&dev), "cudaGetDevice");
+static gin_result_t vmm_map_in(vmm_map_t *m, int dev) {
   GIN_CU_CALL(cu.MemAddressReserve(&m->va, m->size, 0, 0, 0),
               "cuMemAddressReserve of a window's range");
   CUresult r = cu.MemMap(m->va, m->size, 0, m->mem, 0);
@@ -206,14 +204,15 @@ static gin_result_t vmm_map_in(vmm_map_t *m) {
   return GIN_SUCCESS;
 }
 
-/* After r = the call that made m->mem (`what`): maps it (vmm_map_in). On
- * any failure m is released and freed. */
-static gin_result_t vmm_hold(vmm_map_t *m, CUresult r, const char *what) {
+/* After r = the call that made m->mem (`what`): maps it for device dev
+ * (vmm_map_in). On any failure m is released and freed. */
+static gin_result_t vmm_hold(vmm_map_t *m, int dev, CUresult r,
+                             const char *what) {
   if (r != CUDA_SUCCESS) {
     free(m);
     GIN_CU_CALL(r, what);
   }
-  gin_result_t res = vmm_map_in(m);
+  gin_result_t res = vmm_map_in(m, dev);
   if (res != GIN_SUCCESS) {
     cu.MemRelease(m->mem);
     free(m);
@@ -279,7 +278,7 @@ gin_result_t gin_cuda_vmm_alloc_(size_t size, void **ptr_out, cuda_handle_t *h,
   if (!m) return GIN_ERROR(GIN_ERR_NOMEM, "VMM allocation record");
   m->fd = -1;
   m->size = (size + g - 1) / g * g;
-  GIN_CHECK(vmm_hold(m, cu.MemCreate(&m->mem, m->size, &p, 0),
+  GIN_CHECK(vmm_hold(m, dev, cu.MemCreate(&m->mem, m->size, &p, 0),
                      "cuMemCreate of shareable memory"));
   CUresult r = cu.MemExportToShareableHandle(
       &m->fd, m->mem, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
@@ -324,7 +323,7 @@ gin_result_t gin_cuda_vmm_import_(const cuda_handle_t *h, void **ptr_out,
       &m->mem, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   close(fd);
   GIN_CHECK(
-      vmm_hold(m, r, "cuMemImportFromShareableHandle of a peer's window"));
+      vmm_hold(m, dev, r, "cuMemImportFromShareableHandle of a peer's window"));
   *ptr_out = (void *)m->va;
   *cookie_out = m;
   return GIN_SUCCESS;

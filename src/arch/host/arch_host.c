@@ -52,10 +52,6 @@ void gin_arch_shm_unimport(void *ptr, size_t size, void *cookie) {
  * to check, nothing to fall back from. */
 int gin_arch_shm_mode(void) { return 0; }
 
-int gin_arch_shm_fd_check(const gin_arch_handle_t *peer_ctrl) {
-  return gin_memfd_dup_check(peer_ctrl);
-}
-
 void gin_arch_shm_fallback(void) {}
 
 gin_result_t gin_arch_hostmem_alloc(size_t size, void **host_out,
