@@ -307,6 +307,20 @@ int main(int argc, char **argv) {
     setenv("GIN_HOSTID", id, 1);
   }
   r.timeout_ms = fault_timeout_ms();
+  /* stream: a bystander (neither the sender nor the target) waits twice
+   * the job's timeout, so that the sender's verdict on the target, which
+   * this scenario tests, comes first. With the same timeout both clocks
+   * started within milliseconds of each other (the sender's proxy stalls
+   * right after its last put to the bystander), and a bystander that
+   * timed out first aborted the job before the sender named the target
+   * (seen once under ThreadSanitizer, 2026-12-04). It still ends within
+   * the job's limits: the sender's abort reaches it. */
+  const char *rk = fault_env_rank();
+  if (!linkcut && rk && atoi(rk) != 0 && atoi(rk) != r.target) {
+    char t[32];
+    snprintf(t, sizeof t, "%lld", 2 * (long long)r.timeout_ms);
+    setenv("GIN_TIMEOUT_MS", t, 1);
+  }
   int tasks0 = fault_task_baseline();
   TASSERT(tasks0 > 0, "a first thread");
 
