@@ -442,42 +442,46 @@ GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
 
 /* ---------------------------------------------------------- small copy */
 
-/* Up to GIN_SMALL_BYTES bytes held in registers (byte i at bits 8i of lo,
- * then of hi). A small put (up to GIN_SMALL_BYTES per thread of its coop)
- * reads its source into these as soon as it may, so that the read's
- * memory latency passes while the call finds its destination, then
- * stores them. */
-#define GIN_SMALL_BYTES 16
+/* Up to GIN_SMALL_BYTES bytes held in registers (byte i at bits
+ * 8 (i % 8) of w[i / 8]). A small put (up to GIN_SMALL_BYTES per thread
+ * of its coop) reads its source into these as soon as it may, so that
+ * the read's memory latency passes while the call finds its destination,
+ * then stores them. */
+#define GIN_SMALL_BYTES 32
 typedef struct gin_small {
-  uint64_t lo, hi;
+  uint64_t w[GIN_SMALL_BYTES / 8];
 } gin_small_t;
 
 #if GIN_ARCH_CUDA || defined(GIN_UNIT_TEST_DEVICE_COPIES)
-/* Reads n <= GIN_SMALL_BYTES bytes at src: one load where the size and
- * alignment allow it, else independent byte loads (all in flight). */
+/* Reads n <= GIN_SMALL_BYTES bytes at src: 16- or 8-byte loads where the
+ * size and alignment allow them (all in flight), else independent byte
+ * loads. */
 GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
-  gin_small_t v = {0, 0};
+  gin_small_t v = {{0, 0, 0, 0}};
   uintptr_t a = (uintptr_t)src;
   if (n == 8 && (a & 7) == 0) {
-    v.lo = *(const uint64_t *)src;
-  } else if (n == 16 && (a & 15) == 0) {
-    uint4 q = *(const uint4 *)src;
-    v.lo = q.x | (uint64_t)q.y << 32;
-    v.hi = q.z | (uint64_t)q.w << 32;
-  } else if (n == 16 && (a & 7) == 0) {
-    v.lo = ((const uint64_t *)src)[0];
-    v.hi = ((const uint64_t *)src)[1];
+    v.w[0] = *(const uint64_t *)src;
+  } else if ((n == 16 || n == 32) && (a & 15) == 0) {
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+      if (16 * (size_t)q >= n) break;
+      uint4 x = ((const uint4 *)src)[q];
+      v.w[2 * q] = x.x | (uint64_t)x.y << 32;
+      v.w[2 * q + 1] = x.z | (uint64_t)x.w << 32;
+    }
+  } else if ((n & 7) == 0 && (a & 7) == 0) {
+#pragma unroll
+    for (int q = 0; q < GIN_SMALL_BYTES / 8; q++) {
+      if (8 * (size_t)q >= n) break;
+      v.w[q] = ((const uint64_t *)src)[q];
+    }
   } else if (n == 4 && (a & 3) == 0) {
-    v.lo = *(const uint32_t *)src;
+    v.w[0] = *(const uint32_t *)src;
   } else {
 #pragma unroll
     for (int i = 0; i < GIN_SMALL_BYTES; i++) {
       if ((size_t)i >= n) break;
-      uint64_t b = (unsigned char)src[i];
-      if (i < 8)
-        v.lo |= b << (8 * i);
-      else
-        v.hi |= b << (8 * (i - 8));
+      v.w[i / 8] |= (uint64_t)(unsigned char)src[i] << (8 * (i % 8));
     }
   }
   return v;
@@ -486,40 +490,44 @@ GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
 GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
   uintptr_t a = (uintptr_t)dst;
   if (n == 8 && (a & 7) == 0) {
-    *(uint64_t *)dst = v.lo;
-  } else if (n == 16 && (a & 15) == 0) {
-    *(uint4 *)dst = make_uint4((uint32_t)v.lo, (uint32_t)(v.lo >> 32),
-                               (uint32_t)v.hi, (uint32_t)(v.hi >> 32));
-  } else if (n == 16 && (a & 7) == 0) {
-    ((uint64_t *)dst)[0] = v.lo;
-    ((uint64_t *)dst)[1] = v.hi;
+    *(uint64_t *)dst = v.w[0];
+  } else if ((n == 16 || n == 32) && (a & 15) == 0) {
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+      if (16 * (size_t)q >= n) break;
+      ((uint4 *)dst)[q] = make_uint4(
+          (uint32_t)v.w[2 * q], (uint32_t)(v.w[2 * q] >> 32),
+          (uint32_t)v.w[2 * q + 1], (uint32_t)(v.w[2 * q + 1] >> 32));
+    }
+  } else if ((n & 7) == 0 && (a & 7) == 0) {
+#pragma unroll
+    for (int q = 0; q < GIN_SMALL_BYTES / 8; q++) {
+      if (8 * (size_t)q >= n) break;
+      ((uint64_t *)dst)[q] = v.w[q];
+    }
   } else if (n == 4 && (a & 3) == 0) {
-    *(uint32_t *)dst = (uint32_t)v.lo;
+    *(uint32_t *)dst = (uint32_t)v.w[0];
   } else {
 #pragma unroll
     for (int i = 0; i < GIN_SMALL_BYTES; i++) {
       if ((size_t)i >= n) break;
-      dst[i] = (char)(i < 8 ? v.lo >> (8 * i) : v.hi >> (8 * (i - 8)));
+      dst[i] = (char)(v.w[i / 8] >> (8 * (i % 8)));
     }
   }
 }
 #else
 GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
-  gin_small_t v = {0, 0};
+  gin_small_t v = {{0, 0, 0, 0}};
   unsigned char b[GIN_SMALL_BYTES] = {0};
   memcpy(b, src, n);
-  for (int i = 0; i < 8; i++) {
-    v.lo |= (uint64_t)b[i] << (8 * i);
-    v.hi |= (uint64_t)b[i + 8] << (8 * i);
-  }
+  for (int i = 0; i < GIN_SMALL_BYTES; i++)
+    v.w[i / 8] |= (uint64_t)b[i] << (8 * (i % 8));
   return v;
 }
 GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
   unsigned char b[GIN_SMALL_BYTES];
-  for (int i = 0; i < 8; i++) {
-    b[i] = (unsigned char)(v.lo >> (8 * i));
-    b[i + 8] = (unsigned char)(v.hi >> (8 * i));
-  }
+  for (int i = 0; i < GIN_SMALL_BYTES; i++)
+    b[i] = (unsigned char)(v.w[i / 8] >> (8 * (i % 8)));
   memcpy(dst, b, n);
 }
 #endif
