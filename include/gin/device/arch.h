@@ -443,10 +443,11 @@ GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
 /* ---------------------------------------------------------- small copy */
 
 /* Up to GIN_SMALL_BYTES bytes held in registers (byte i at bits
- * 8 (i % 8) of w[i / 8]). A small put (up to GIN_SMALL_BYTES per thread
- * of its coop) reads its source into these as soon as it may, so that
- * the read's memory latency passes while the call finds its destination,
- * then stores them. */
+ * 8 (i % 8) of w[i / 8]). A small put (up to GIN_SMALL_BYTES for a lone
+ * thread, GIN_SMALL_BYTES / 2 per thread of a warp or block: gin_put)
+ * reads its source into these as soon as it may, so that the read's
+ * memory latency passes while the call finds its destination, then
+ * stores them. */
 #define GIN_SMALL_BYTES 32
 typedef struct gin_small {
   uint64_t w[GIN_SMALL_BYTES / 8];
@@ -457,7 +458,7 @@ typedef struct gin_small {
  * size and alignment allow them (all in flight), else independent byte
  * loads. */
 GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
-  gin_small_t v = {{0, 0, 0, 0}};
+  gin_small_t v = {{0}};
   uintptr_t a = (uintptr_t)src;
   if (n == 8 && (a & 7) == 0) {
     v.w[0] = *(const uint64_t *)src;
@@ -517,7 +518,7 @@ GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
 }
 #else
 GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
-  gin_small_t v = {{0, 0, 0, 0}};
+  gin_small_t v = {{0}};
   unsigned char b[GIN_SMALL_BYTES] = {0};
   memcpy(b, src, n);
   for (int i = 0; i < GIN_SMALL_BYTES; i++)

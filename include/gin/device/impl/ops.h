@@ -252,7 +252,7 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * 32 each made a 512-thread block's 8-16 KiB puts 0.3 us slower than
    * the general copy (H200, 2026-12-04). */
   const char *s = gin_dev_base_(dc, src, dc->rank) + src_off;
-  gin_small_t v = {{0, 0, 0, 0}};
+  gin_small_t v = {{0}};
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   size_t part = coop == GIN_COOP_THREAD ? GIN_SMALL_BYTES : GIN_SMALL_BYTES / 2;
   int small = bytes <= part * (size_t)cs;
