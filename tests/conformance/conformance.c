@@ -197,9 +197,10 @@ GIN_KERNEL(k_overwrite, args_t) {
   note_errors(&args, errors);
 }
 
-/* Small puts (gin_put reads up to GIN_SMALL_BYTES, 32, for a lone thread
- * and 16 per thread of a warp or block into registers before it looks up
- * the destination; larger puts take the general copy): every size from 0 to 49
+/* Small puts (gin_put reads up to GIN_SMALL_BYTES, 64, for a lone thread
+ * and GIN_SMALL_COOP_BYTES, 16, per thread of a warp or block into
+ * registers before it looks up the destination; larger puts take the
+ * general copy): every size from 0 to 49
  * bytes at 16 source and destination alignments, each into its own 64-byte slot
  * of the next rank, checked byte by byte with the slot's other bytes still
  * zero; a second round reuses the source after a flush. Then sizes 2^5..2^10

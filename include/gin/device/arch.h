@@ -444,11 +444,12 @@ GIN_DEVICE_FN void gin_store16(void *dst, const void *src) {
 
 /* Up to GIN_SMALL_BYTES bytes held in registers (byte i at bits
  * 8 (i % 8) of w[i / 8]). A small put (up to GIN_SMALL_BYTES for a lone
- * thread, GIN_SMALL_BYTES / 2 per thread of a warp or block: gin_put)
+ * thread, GIN_SMALL_COOP_BYTES per thread of a warp or block: gin_put)
  * reads its source into these as soon as it may, so that the read's
  * memory latency passes while the call finds its destination, then
  * stores them. */
-#define GIN_SMALL_BYTES 32
+#define GIN_SMALL_BYTES 64
+#define GIN_SMALL_COOP_BYTES 16
 typedef struct gin_small {
   uint64_t w[GIN_SMALL_BYTES / 8];
 } gin_small_t;
@@ -462,9 +463,9 @@ GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
   uintptr_t a = (uintptr_t)src;
   if (n == 8 && (a & 7) == 0) {
     v.w[0] = *(const uint64_t *)src;
-  } else if ((n == 16 || n == 32) && (a & 15) == 0) {
+  } else if ((n & 15) == 0 && (a & 15) == 0) {
 #pragma unroll
-    for (int q = 0; q < 2; q++) {
+    for (int q = 0; q < GIN_SMALL_BYTES / 16; q++) {
       if (16 * (size_t)q >= n) break;
       uint4 x = ((const uint4 *)src)[q];
       v.w[2 * q] = x.x | (uint64_t)x.y << 32;
@@ -492,9 +493,9 @@ GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
   uintptr_t a = (uintptr_t)dst;
   if (n == 8 && (a & 7) == 0) {
     *(uint64_t *)dst = v.w[0];
-  } else if ((n == 16 || n == 32) && (a & 15) == 0) {
+  } else if ((n & 15) == 0 && (a & 15) == 0) {
 #pragma unroll
-    for (int q = 0; q < 2; q++) {
+    for (int q = 0; q < GIN_SMALL_BYTES / 16; q++) {
       if (16 * (size_t)q >= n) break;
       ((uint4 *)dst)[q] = make_uint4(
           (uint32_t)v.w[2 * q], (uint32_t)(v.w[2 * q] >> 32),

@@ -248,13 +248,14 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * destination (gin_small_t): a lone thread (which sees its own writes)
    * at once, a warp or block once it met (it then sees every thread's
    * part): thread cr reads `part` bytes from cr * part. A lone thread
-   * holds GIN_SMALL_BYTES (32), a warp's or block's threads half that:
-   * 32 each made a 512-thread block's 8-16 KiB puts 0.3 us slower than
-   * the general copy (H200, 2026-12-04). */
+   * holds GIN_SMALL_BYTES (64), a warp's or block's threads
+   * GIN_SMALL_COOP_BYTES (16): 32 each made a 512-thread block's 8-16 KiB
+   * puts 0.3 us slower than the general copy (H200, 2026-12-04). */
   const char *s = gin_dev_base_(dc, src, dc->rank) + src_off;
   gin_small_t v = {{0}};
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
-  size_t part = coop == GIN_COOP_THREAD ? GIN_SMALL_BYTES : GIN_SMALL_BYTES / 2;
+  size_t part =
+      coop == GIN_COOP_THREAD ? GIN_SMALL_BYTES : GIN_SMALL_COOP_BYTES;
   int small = bytes <= part * (size_t)cs;
   size_t o = (size_t)cr * part;
   size_t len = !small || o >= bytes ? 0 : bytes - o < part ? bytes - o : part;
