@@ -203,17 +203,19 @@ GIN_KERNEL(k_overwrite, args_t) {
  * general copy): every size from 0 to 49
  * bytes at 16 source and destination alignments, each into its own 64-byte slot
  * of the next rank, checked byte by byte with the slot's other bytes still
- * zero; a second round reuses the source after a flush. Then sizes 2^5..2^10
- * and one either side (the per-thread parts' edges for warps and blocks) at
- * three alignments, once the next rank has checked the first part. */
+ * zero; a second round reuses the source after a flush. Then sizes 2^e and
+ * one either side for e in 5, 6, 7, 9, 10, 11 (with the edges of the
+ * register path, a lone thread's 64 bytes, a warp's 512, a 128-thread
+ * block's 2048) at three alignments, once the next rank has checked the
+ * first part. */
 #define SM_MAXLEN 50
 #define SM_ALIGNS 16
 #define SM_SLOT 64
 #define SM_SLOTS (SM_MAXLEN * SM_ALIGNS)
 #define SM_ROUND (SM_SLOTS * SM_SLOT)
-#define MD_SIZES 18
+#define MD_SIZES 18 /* 3 per exponent */
 #define MD_ALIGNS 3
-#define MD_SLOT 1056
+#define MD_SLOT 2080 /* 2^11 + 1 bytes at up to 15 past the slot's start */
 #define MD_SLOTS (MD_SIZES * MD_ALIGNS)
 GIN_HD_FN unsigned char sm_byte(int tag, int s, int k, int j, size_t t) {
   return (unsigned char)(test_byte(tag, s, k * SM_SLOTS + j, t) | 1);
@@ -226,8 +228,8 @@ GIN_HD_FN void sm_geom(int md, int j, size_t *len, size_t *sa, size_t *da) {
     *sa = (size_t)(j % SM_ALIGNS);
     *da = (*sa * 7 + *len) % SM_ALIGNS;
   } else {
-    int i = j / MD_ALIGNS;
-    *len = ((size_t)1 << (5 + i / 3)) + (size_t)(i % 3) - 1;
+    int i = j / MD_ALIGNS, e = 5 + i / 3 + (i / 3 >= 3); /* skips 8 */
+    *len = ((size_t)1 << e) + (size_t)(i % 3) - 1;
     *sa = (size_t)(j % MD_ALIGNS) * 3;
     *da = (*sa * 5 + *len) % 16;
   }
@@ -612,7 +614,7 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "overwrite same dst/%s", test_coop_name(co));
     RUN(&t, name, k_overwrite, 1, test_block_threads(co),
         make_args(&t, co, 4, 0, 50 + 2 * c));
-    snprintf(name, sizeof name, "small puts 0-1025 B/%s", test_coop_name(co));
+    snprintf(name, sizeof name, "small puts 0-2049 B/%s", test_coop_name(co));
     RUN(&t, name, k_small, 1, test_block_threads(co),
         make_args(&t, co, 2, 0, 60 + c));
     snprintf(name, sizeof name, "alltoall/%s", test_coop_name(co));
