@@ -300,9 +300,9 @@ int main(int argc, char **argv) {
                     "[--own-host]\n");
     return 2;
   }
+  const char *rk = fault_env_rank();
   if (own_host) { /* before gin reads it */
     char id[64];
-    const char *rk = fault_env_rank();
     snprintf(id, sizeof id, "netfault-host-%s", rk ? rk : "?");
     setenv("GIN_HOSTID", id, 1);
   }
@@ -315,7 +315,6 @@ int main(int argc, char **argv) {
    * timed out first aborted the job before the sender named the target
    * (seen once under ThreadSanitizer, 2026-12-04). It still ends within
    * the job's limits: the sender's abort reaches it. */
-  const char *rk = fault_env_rank();
   if (!linkcut && rk && atoi(rk) != 0 && atoi(rk) != r.target) {
     char t[32];
     snprintf(t, sizeof t, "%lld", 2 * (long long)r.timeout_ms);

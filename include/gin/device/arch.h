@@ -518,19 +518,16 @@ GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
   }
 }
 #else
+/* The host target's kernels are CPU threads: the bytes are copied as
+ * they are (the layout above on a little-endian host; only store reads
+ * what load wrote). */
 GIN_DEVICE_FN gin_small_t gin_small_load(const char *src, size_t n) {
   gin_small_t v = {{0}};
-  unsigned char b[GIN_SMALL_BYTES] = {0};
-  memcpy(b, src, n);
-  for (int i = 0; i < GIN_SMALL_BYTES; i++)
-    v.w[i / 8] |= (uint64_t)b[i] << (8 * (i % 8));
+  memcpy(v.w, src, n);
   return v;
 }
 GIN_DEVICE_FN void gin_small_store(char *dst, gin_small_t v, size_t n) {
-  unsigned char b[GIN_SMALL_BYTES];
-  for (int i = 0; i < GIN_SMALL_BYTES; i++)
-    b[i] = (unsigned char)(v.w[i / 8] >> (8 * (i % 8)));
-  memcpy(dst, b, n);
+  memcpy(dst, v.w, n);
 }
 #endif
 
