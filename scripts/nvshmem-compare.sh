@@ -119,7 +119,10 @@ pair() { # tag args...: gin, then NVSHMEM with the same arguments
 {
   for g in thread warp block; do pair "pp_$g" pingpong -g $g $PP_SIZES $COMMON; done
   pair bw bw $BW_SIZES $COMMON $GRID
-  pair rate rate $COMMON $GRID
+  # gin's rate also measures the pattern with no library (--raw): the
+  # floor both are read against.
+  run gin_rate gin_perf_cuda rate $COMMON $GRID --raw
+  run nvshmem_rate nvshmem_perf rate $COMMON $GRID
 }
 stop_mps
 

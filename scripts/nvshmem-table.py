@@ -60,6 +60,11 @@ def read(paths, who):
                             floors.setdefault("raw_flag_pingpong_us",
                                               []).append(v)
                         continue
+                    if test == "rate_raw":
+                        v = num(r.get("mops"))
+                        if v:
+                            floors.setdefault("rate_raw_mops", []).append(v)
+                        continue
                     if test not in TESTS:
                         continue
                     collect(rows.setdefault((test, gran, size), {}), r,
@@ -125,6 +130,16 @@ def markdown(rows, floors, title):
     if f:
         lines.append("Raw flag ping-pong floor (no library, gin-perf, same "
                      "run): %s us." % fmt(statistics.median(f)))
+    f = floors.get("rate_raw_mops")
+    rate = [r for r in rows if r["test"] == "rate"]
+    if f and rate:
+        raw = statistics.median(f)
+        g, n = rate[0]["gin"], rate[0]["nvshmem"]
+        lines.append("Rate's floor, the same 8-byte stores with no library "
+                     "(gin-perf --raw, same run): %s Mops/s; gin %s x, "
+                     "NVSHMEM %s x of it." % (
+                         fmt(raw), fmt(g / raw if g else None, 3),
+                         fmt(n / raw if n else None, 3)))
     return "\n".join(lines) + "\n"
 
 

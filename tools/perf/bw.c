@@ -75,7 +75,12 @@ GIN_KERNEL(k_bw, bw_args_t) {
  * `iters` regions its puts would, from this rank's window straight into
  * the peer's as mapped here, with the copy gin_put uses and a block
  * barrier before each (as a block put has): the floor of that pattern
- * over the same memory. Direct-path peers only (else it does nothing). */
+ * over the same memory. With args.rate, rate's pattern instead: every
+ * thread loads and stores the same 8-byte slots its puts would, then
+ * the block's first thread releases (which waits for the block's stores,
+ * as rate's signal does) and records the time: samples[1] gets the
+ * latest end and samples[2] the complement of the earliest start (both
+ * zeroed by the caller). Direct-path peers only (else it does nothing). */
 GIN_KERNEL(k_bw_raw, bw_args_t) {
   const gin_devcomm_t *dc = &args.dc;
   gin_team_t world = gin_team_world(dc);
@@ -83,6 +88,21 @@ GIN_KERNEL(k_bw_raw, bw_args_t) {
   char *src = (char *)gin_window_peer_ptr(dc, args.win, world, dc->rank, 0);
   if (!dst || !src) return;
   int b = gin_block_idx(), t = gin_thread_idx(), nt = gin_block_dim();
+  if (args.rate) {
+    uint64_t t0 = gin_time_ns();
+    size_t slot = (size_t)b * (size_t)nt + (size_t)t;
+    size_t every = (size_t)gin_grid_dim() * (size_t)nt;
+    for (int i = 0; i < args.iters; i++) {
+      size_t off = PERF_DATA + (slot + (size_t)i * every) * 8;
+      *(uint64_t *)(dst + off) = *(const uint64_t *)(src + off);
+    }
+    gin_coop_sync(GIN_COOP_BLOCK);
+    if (t == 0) {
+      gin_max_release_u64(&args.samples[2], ~t0);
+      gin_max_release_u64(&args.samples[1], gin_time_ns());
+    }
+    return;
+  }
   for (int i = 0; i < args.iters; i++) {
     size_t off =
         PERF_DATA + ((size_t)b * (size_t)args.iters + (size_t)i) * args.bytes;
@@ -196,6 +216,24 @@ void perf_bw(perf_env_t *env, int bidir) {
   if (o->raw) PERF_CHECK(gin_comm_barrier(env->comm));
 }
 
+/* Rank 0's medians of `reps` launches of k_bw_raw with a's rate pattern
+ * (one warm-up launch first), ns from the earliest block's start to the
+ * latest block's end. */
+static void rate_raw_ns(bw_args_t *a, int blocks, int threads, int reps,
+                        double *med, double *max) {
+  double t[64];
+  if (reps > 64) reps = 64;
+  for (int k = -1; k < reps; k++) {
+    uint64_t ends[2] = {0, 0};
+    PERF_CHECK(gin_mem_set(&a->samples[1], 0, sizeof ends));
+    PERF_CHECK(gin_launch(k_bw_raw, blocks, threads, 0, a));
+    PERF_CHECK(gin_stream_synchronize(0));
+    PERF_CHECK(gin_mem_copy(ends, &a->samples[1], sizeof ends));
+    if (k >= 0) t[k] = (double)(ends[0] - ~ends[1]);
+  }
+  perf_stats_d(t, reps, med, max);
+}
+
 void perf_rate(perf_env_t *env) {
   const perf_opts_t *o = &env->o;
   int threads = perf_coop_threads(GIN_COOP_BLOCK) > 1 ? o->threads : 1;
@@ -217,19 +255,40 @@ void perf_rate(perf_env_t *env) {
   int reps = o->reps < 64 ? o->reps : 64;
   for (int k = 0; k < reps; k++)
     t[k] = (double)bw_once(env, &a, o->blocks, threads);
-  if (env->rank != 0) return;
-  double med, max;
-  perf_stats_d(t, reps, &med, &max);
-  double ops = (double)o->blocks * threads * a.iters;
-  perf_note(env,
-            "rate: %d blocks x %d threads x %d puts of 8 bytes (each to "
-            "its own slot), %d contexts, median of %d",
-            o->blocks, threads, a.iters, env->dc.nctx, reps);
-  perf_row_t r = perf_row("rate", "thread", 8);
-  r.median_us = med / 1000.0;
-  r.p99_us = max / 1000.0;
-  r.mops = med > 0 ? ops / med * 1e3 : -1;
-  perf_emit(env, &r);
+  if (env->rank == 0) {
+    double med, max;
+    perf_stats_d(t, reps, &med, &max);
+    double ops = (double)o->blocks * threads * a.iters;
+    perf_note(env,
+              "rate: %d blocks x %d threads x %d puts of 8 bytes (each to "
+              "its own slot), %d contexts, median of %d",
+              o->blocks, threads, a.iters, env->dc.nctx, reps);
+    perf_row_t r = perf_row("rate", "thread", 8);
+    r.median_us = med / 1000.0;
+    r.p99_us = max / 1000.0;
+    r.mops = med > 0 ? ops / med * 1e3 : -1;
+    perf_row_t q = perf_row("rate_raw", "thread", 8);
+    int raw = o->raw && bw_peer_direct(env);
+    if (o->raw)
+      perf_note(env,
+                "rate_raw: the same slots by plain 8-byte loads and stores "
+                "(no library call), from the first block's start to the "
+                "last block's release%s",
+                raw ? "" : "; skipped: the peer is not direct");
+    if (raw) {
+      rate_raw_ns(&a, o->blocks, threads, reps, &med, &max);
+      q.median_us = med / 1000.0;
+      q.p99_us = max / 1000.0;
+      q.mops = med > 0 ? ops / med * 1e3 : -1;
+      r.floor = "rate_raw_mops";
+      r.floor_value = q.mops;
+      r.ratio = r.mops > 0 && q.mops > 0 ? r.mops / q.mops : -1;
+    }
+    perf_emit(env, &r);
+    if (raw) perf_emit(env, &q);
+  }
+  /* The peer's window stays until rank 0's raw stores into it are done. */
+  if (o->raw) PERF_CHECK(gin_comm_barrier(env->comm));
 }
 
 /* ------------------------------------------------------------- ring */

@@ -48,8 +48,9 @@ static void usage(FILE *f) {
       "                            even L), ratio to the floors' (1: one\n"
       "                            kernel, the floor measured once)\n"
       "  --floors                  also the CPU floors (TCP, shared memory)\n"
-      "  --raw                     bw: also the same copies by a kernel with\n"
-      "                            no library call (bw_raw rows)\n"
+      "  --raw                     bw, rate: also the same copies or\n"
+      "                            8-byte stores by a kernel with no library\n"
+      "                            call (bw_raw, rate_raw rows)\n"
       "  --csv FILE --json FILE    results, besides the table\n");
 }
 
