@@ -38,11 +38,12 @@ GIN_KERNEL(k_bw, bw_args_t) {
       int t = gin_thread_idx(), nt = gin_block_dim();
       size_t slot = (size_t)b * (size_t)nt + (size_t)t;
       size_t every = (size_t)nb * (size_t)nt; /* one put of each thread */
-      for (int i = 0; i < args.iters; i++) {
-        size_t off = PERF_DATA + (slot + (size_t)i * every) * 8;
+      /* A running offset (nvshmem_perf's loop is the same): the compiler
+       * does not always reduce (slot + i * every) * 8 to an add itself. */
+      size_t off = PERF_DATA + slot * 8;
+      for (int i = 0; i < args.iters; i++, off += every * 8)
         gin_put(dc, ctx, world, peer, args.win, off, args.win, off, 8,
                 gin_remote_none(), gin_local_none(), GIN_COOP_THREAD);
-      }
       gin_signal(dc, ctx, world, peer, gin_remote_signal_inc(SIG_DATA),
                  GIN_COOP_BLOCK);
     } else {
