@@ -6,6 +6,19 @@
  * for another except through signals (the last-block counters never
  * spin).
  */
+/* The EP kernels' gin calls are the library's own: every window offset,
+ * signal id, peer and context they pass comes from the geometry
+ * gin_ep_create checked, and what peers write is checked where it is read
+ * (ep_msg.h, ep_recv_count). gin's device argument checks, made for a
+ * user kernel's arguments, are therefore left out of these kernels (with
+ * them, the signals' mode marks and the window lookups cost the dispatch
+ * send 1.5-3.4 us at 2-8 ranks on an H200, PERFORMANCE.md), unless the
+ * build asks for them (-DGIN_EP_DEVICE_CHECKS=ON). Must come before the
+ * device headers. */
+#ifndef GIN_EP_DEVICE_CHECKS
+#undef GIN_DEVICE_CHECKS
+#endif
+
 #include "ep/ep.h"
 #include "ep/ep_budget.h"
 #include "ep/ep_format.h"
