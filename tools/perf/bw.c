@@ -78,10 +78,12 @@ GIN_KERNEL(k_bw, bw_args_t) {
  * barrier before each (as a block put has): the floor of that pattern
  * over the same memory. With args.rate, rate's pattern instead: every
  * thread loads and stores the same 8-byte slots its puts would, then
- * the block's first thread releases (which waits for the block's stores,
- * as rate's signal does) and records the time: samples[1] gets the
- * latest end and samples[2] the complement of the earliest start (both
- * zeroed by the caller). Direct-path peers only (else it does nothing). */
+ * the block's first thread releases at GPU scope (waiting for the block's
+ * stores) and records the time: samples[1] gets the latest end and
+ * samples[2] the complement of the earliest start (both zeroed by the
+ * caller). Rate's own time runs on to the peer's acknowledgement of
+ * system-scope signals, a round trip more: the floor is the lower for
+ * it. Direct-path peers only (else it does nothing: no time recorded). */
 GIN_KERNEL(k_bw_raw, bw_args_t) {
   const gin_devcomm_t *dc = &args.dc;
   gin_team_t world = gin_team_world(dc);
@@ -93,10 +95,9 @@ GIN_KERNEL(k_bw_raw, bw_args_t) {
     uint64_t t0 = gin_time_ns();
     size_t slot = (size_t)b * (size_t)nt + (size_t)t;
     size_t every = (size_t)gin_grid_dim() * (size_t)nt;
-    for (int i = 0; i < args.iters; i++) {
-      size_t off = PERF_DATA + (slot + (size_t)i * every) * 8;
+    size_t off = PERF_DATA + slot * 8; /* a running offset, as k_bw's */
+    for (int i = 0; i < args.iters; i++, off += every * 8)
       *(uint64_t *)(dst + off) = *(const uint64_t *)(src + off);
-    }
     gin_coop_sync(GIN_COOP_BLOCK);
     if (t == 0) {
       gin_max_release_u64(&args.samples[2], ~t0);
@@ -219,9 +220,10 @@ void perf_bw(perf_env_t *env, int bidir) {
 
 /* Rank 0's medians of `reps` launches of k_bw_raw with a's rate pattern
  * (one warm-up launch first), ns from the earliest block's start to the
- * latest block's end. */
-static void rate_raw_ns(bw_args_t *a, int blocks, int threads, int reps,
-                        double *med, double *max) {
+ * latest block's end. Returns 0 if a launch recorded no time (the peer's
+ * window not mapped here), else 1. */
+static int rate_raw_ns(bw_args_t *a, int blocks, int threads, int reps,
+                       double *med, double *max) {
   double t[64];
   if (reps > 64) reps = 64;
   for (int k = -1; k < reps; k++) {
@@ -230,9 +232,11 @@ static void rate_raw_ns(bw_args_t *a, int blocks, int threads, int reps,
     PERF_CHECK(gin_launch(k_bw_raw, blocks, threads, 0, a));
     PERF_CHECK(gin_stream_synchronize(0));
     PERF_CHECK(gin_mem_copy(ends, &a->samples[1], sizeof ends));
+    if (ends[0] == 0 || ends[1] == 0) return 0;
     if (k >= 0) t[k] = (double)(ends[0] - ~ends[1]);
   }
   perf_stats_d(t, reps, med, max);
+  return 1;
 }
 
 void perf_rate(perf_env_t *env) {
@@ -269,15 +273,15 @@ void perf_rate(perf_env_t *env) {
     r.p99_us = max / 1000.0;
     r.mops = med > 0 ? ops / med * 1e3 : -1;
     perf_row_t q = perf_row("rate_raw", "thread", 8);
-    int raw = o->raw && bw_peer_direct(env);
+    int raw = o->raw && bw_peer_direct(env) &&
+              rate_raw_ns(&a, o->blocks, threads, reps, &med, &max);
     if (o->raw)
       perf_note(env,
                 "rate_raw: the same slots by plain 8-byte loads and stores "
                 "(no library call), from the first block's start to the "
                 "last block's release%s",
-                raw ? "" : "; skipped: the peer is not direct");
+                raw ? "" : "; skipped: the peer's window is not mapped here");
     if (raw) {
-      rate_raw_ns(&a, o->blocks, threads, reps, &med, &max);
       q.median_us = med / 1000.0;
       q.p99_us = max / 1000.0;
       q.mops = med > 0 ? ops / med * 1e3 : -1;
