@@ -113,23 +113,40 @@ GIN_KERNEL(k_bw_raw, bw_args_t) {
   }
 }
 
-/* The median us of `reps` launches of k_bw_raw (rank 0 alone; the peer
- * only keeps its window), timed on the host around launch and sync. */
+/* Launches k_bw_raw `reps` times after one warm-up launch (rank 0 alone;
+ * the peer only keeps its window) and puts launch k's time in t[k], in
+ * ns: with a's rate pattern from the kernel's own marks (earliest block
+ * start to latest block end), else on the host around launch and sync.
+ * Returns 0 if a rate launch recorded no time (the peer's window not
+ * mapped here), else 1. reps <= 64. */
+static int bw_raw_times(bw_args_t *a, int blocks, int threads, int reps,
+                        double *t) {
+  for (int k = -1; k < reps; k++) {
+    uint64_t ends[2] = {0, 0};
+    if (a->rate) PERF_CHECK(gin_mem_set(&a->samples[1], 0, sizeof ends));
+    double t0 = perf_now_us();
+    PERF_CHECK(gin_launch(k_bw_raw, blocks, threads, 0, a));
+    PERF_CHECK(gin_stream_synchronize(0));
+    double host_ns = (perf_now_us() - t0) * 1000.0;
+    if (a->rate) {
+      PERF_CHECK(gin_mem_copy(ends, &a->samples[1], sizeof ends));
+      if (ends[0] == 0 || ends[1] == 0) return 0;
+    }
+    if (k >= 0) t[k] = a->rate ? (double)(ends[0] - ~ends[1]) : host_ns;
+  }
+  return 1;
+}
+
+/* The median us of `reps` launches of k_bw_raw with a's bw pattern,
+ * timed on the host around launch and sync. */
 static double bw_raw_us(const bw_args_t *a, int blocks, int reps) {
   bw_args_t k_args = *a;
-  int threads = perf_coop_threads(GIN_COOP_BLOCK);
-  (void)threads; /* the host target runs a block as one thread */
-  double t[64];
+  double t[64], med, max;
   if (reps > 64) reps = 64;
-  for (int k = -1; k < reps; k++) { /* one warm-up launch */
-    double t0 = perf_now_us();
-    PERF_CHECK(gin_launch(k_bw_raw, blocks, threads, 0, &k_args));
-    PERF_CHECK(gin_stream_synchronize(0));
-    if (k >= 0) t[k] = perf_now_us() - t0;
-  }
-  double med, max;
+  /* The host target runs a block as one thread. */
+  bw_raw_times(&k_args, blocks, perf_coop_threads(GIN_COOP_BLOCK), reps, t);
   perf_stats_d(t, reps, &med, &max);
-  return med;
+  return med / 1000.0;
 }
 
 /* Whether rank 0's peer (rank 1) is on the direct path (bw_raw needs its
@@ -218,27 +235,6 @@ void perf_bw(perf_env_t *env, int bidir) {
   if (o->raw) PERF_CHECK(gin_comm_barrier(env->comm));
 }
 
-/* Rank 0's medians of `reps` launches of k_bw_raw with a's rate pattern
- * (one warm-up launch first), ns from the earliest block's start to the
- * latest block's end. Returns 0 if a launch recorded no time (the peer's
- * window not mapped here), else 1. */
-static int rate_raw_ns(bw_args_t *a, int blocks, int threads, int reps,
-                       double *med, double *max) {
-  double t[64];
-  if (reps > 64) reps = 64;
-  for (int k = -1; k < reps; k++) {
-    uint64_t ends[2] = {0, 0};
-    PERF_CHECK(gin_mem_set(&a->samples[1], 0, sizeof ends));
-    PERF_CHECK(gin_launch(k_bw_raw, blocks, threads, 0, a));
-    PERF_CHECK(gin_stream_synchronize(0));
-    PERF_CHECK(gin_mem_copy(ends, &a->samples[1], sizeof ends));
-    if (ends[0] == 0 || ends[1] == 0) return 0;
-    if (k >= 0) t[k] = (double)(ends[0] - ~ends[1]);
-  }
-  perf_stats_d(t, reps, med, max);
-  return 1;
-}
-
 void perf_rate(perf_env_t *env) {
   const perf_opts_t *o = &env->o;
   int threads = perf_coop_threads(GIN_COOP_BLOCK) > 1 ? o->threads : 1;
@@ -274,7 +270,7 @@ void perf_rate(perf_env_t *env) {
     r.mops = med > 0 ? ops / med * 1e3 : -1;
     perf_row_t q = perf_row("rate_raw", "thread", 8);
     int raw = o->raw && bw_peer_direct(env) &&
-              rate_raw_ns(&a, o->blocks, threads, reps, &med, &max);
+              bw_raw_times(&a, o->blocks, threads, reps, t);
     if (o->raw)
       perf_note(env,
                 "rate_raw: the same slots by plain 8-byte loads and stores "
@@ -282,6 +278,7 @@ void perf_rate(perf_env_t *env) {
                 "last block's release%s",
                 raw ? "" : "; skipped: the peer's window is not mapped here");
     if (raw) {
+      perf_stats_d(t, reps, &med, &max);
       q.median_us = med / 1000.0;
       q.p99_us = max / 1000.0;
       q.mops = med > 0 ? ops / med * 1e3 : -1;
