@@ -247,11 +247,13 @@ if [ "${MODE:-all}" = lat ]; then
       bins="$bins x$i:$X/build-x/gin_perf_cuda"
     log "x$i = $p"
   done
-  for rep in 1 2; do
+  for rep in $(seq "${LAT_REPS:-2}"); do
     for b in $bins; do pf pp_${b%%:*}_$rep $R -n 2 --timeout 60 ${b#*:} pingpong -b 8 -e 8 -n 5000 -w 500; done
     for g in warp block; do
       for b in $bins; do pf pp_${g}_${b%%:*}_$rep $R -n 2 --timeout 60 ${b#*:} pingpong -g $g -b 8 -e 4096 -f 8 -n 5000 -w 500; done
     done
+    # The rate moves by ~15 % between runs: every rep, in turn.
+    for b in $bins; do pf rate_${b%%:*}_$rep $R -n 2 --timeout 60 ${b#*:} rate -n 300 -w 30 --reps 5; done
   done
   # BW=1: block-issued bandwidth of each, in turn, twice, up to 16 MiB;
   # then this tree's up to 64 MiB (a larger window: the largest size sets
@@ -265,7 +267,6 @@ if [ "${MODE:-all}" = lat ]; then
   fi
   for b in $bins; do
     pf bar_block_${b%%:*} $R -n 2 --timeout 60 ${b#*:} barrier -g block -n 5000 -w 500
-    pf rate_${b%%:*} $R -n 2 --timeout 60 ${b#*:} rate -n 300 -w 30 --reps 5
     pf ladder_${b%%:*} $R -n 2 --timeout 60 ${b#*:} ladder -n 3000 -w 300
   done
   finish

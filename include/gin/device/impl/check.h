@@ -59,9 +59,13 @@ GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
 }
 
 /* Copies window slot w.idx into *out (read-only loads); records and
- * returns GIN_ERR_INVALID if w is not live. */
+ * returns GIN_ERR_INVALID if w is not live. Only the checks read *out:
+ * without them this is nothing at all (no table load, no test on a
+ * put's way to its source load; gin_dev_base_ takes the bases from the
+ * handle). */
 GIN_DEVICE_FN int gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w,
                                   int64_t peer, gin_dev_window_t *out) {
+  if (!GIN_DEV_CHECKS_ON) return GIN_SUCCESS;
   if (w.idx >= dc->max_windows)
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, 0);
   const gin_dev_window_t *dw = &dc->windows[w.idx];
@@ -69,21 +73,20 @@ GIN_DEVICE_FN int gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w,
   out->gen = gin_ro_u32(&dw->gen);
   out->live = gin_ro_u32(&dw->live);
   out->base = (char **)gin_ro_ptr((void *const *)&dw->base);
-  if (GIN_DEV_CHECKS_ON && (!out->live || out->gen != w.gen))
+  if (!out->live || out->gen != w.gen)
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen,
                         out->gen);
   return GIN_SUCCESS;
 }
 
 /* Rank w's base of window `win` (checked by gin_dev_window_): from the
- * handle for the first GIN_INLINE_PEERS ranks and, when checks are off,
- * this rank (no load at all: the handle sits in the kernel's parameters),
- * others with one load from the flat table, not through the window
- * entry. The handle's bases were written with its generation, which the
- * checks compare with the table's. */
+ * handle for the first GIN_INLINE_PEERS ranks (no load at all: the
+ * handle sits in the kernel's parameters), others with one load from
+ * the flat table, not through the window entry. The handle's bases were
+ * written with its generation, which the checks compare with the
+ * table's. */
 GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
                                   int w) {
-  if (!GIN_DEV_CHECKS_ON && w == dc->rank && win.local) return win.local;
   /* A select, not win.peer[w]: indexing a by-value struct with a run-time
    * index makes the compiler copy it to local memory; this compiles to a
    * few compares and constant-bank loads. */
@@ -101,6 +104,15 @@ GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
   return (char *)gin_ro_ptr(
       (void *const *)&dc
           ->win_bases[(size_t)win.idx * (size_t)dc->nranks + (size_t)w]);
+}
+
+/* This rank's base of window `win`, a put's source: without checks the
+ * handle's own (gin_window_register always sets it), with them as any
+ * rank's. */
+GIN_DEVICE_FN char *gin_dev_local_base_(const gin_devcomm_t *dc,
+                                        gin_window_t win) {
+  if (!GIN_DEV_CHECKS_ON) return win.local;
+  return gin_dev_base_(dc, win, dc->rank);
 }
 
 /* The route to world rank w: its GIN_PATH_*, with GIN_PATH_NEAR where w

@@ -106,6 +106,13 @@ GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
     gin_add_release_u64(&sig[remote.signal], remote.value);
 }
 
+/* Whether the route is one the coop's own stores serve (direct or this
+ * rank): one test on a put's way, the rest out of its line. */
+GIN_HD_FN int gin_route_direct_(int route) {
+  unsigned p = (unsigned)gin_route_path_(route);
+  return p - GIN_PATH_SELF <= GIN_PATH_DIRECT - GIN_PATH_SELF;
+}
+
 GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
   switch (gin_route_path_(route)) {
   case GIN_PATH_SELF:
@@ -121,13 +128,12 @@ GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
 
 /* Whether direct writes into peers must stop (gin_devcomm_t.gate). Read
  * by every thread of a coop, which then agrees (gin_coop_any). A put
- * reads it before its copy and acts on it after (the read then costs
- * nothing on the way: it is in flight with the copy's loads or, for
- * small puts, whose source is already in registers, with the stores), so
- * once shut its bytes may still land but no signal does, and it fails; a
- * signal and a value put read it first (in flight with the table
- * lookups) and act on it before they write anything; a barrier's wait
- * acts on it first. */
+ * reads it first, before its source, and acts on it after its copy (the
+ * read then costs nothing on the way: it is back before the source's
+ * bytes are), so once shut its bytes may still land but no signal does,
+ * and it fails; a signal and a value put read it first too (in flight
+ * with the table lookups) and act on it before they write anything; a
+ * barrier's wait acts on it first. */
 GIN_DEVICE_FN int gin_dev_shut_(const gin_devcomm_t *dc) {
   return gin_load_cached_u32(dc->gate) != 0;
 }
@@ -232,7 +238,9 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                           gin_window_t src, size_t src_off, size_t bytes,
                           gin_remote_t remote, gin_local_t local,
                           gin_coop_t coop) {
-  int w = 0, rc;
+  /* The gate's load goes out first (gin_dev_shut_): it is back before the
+   * source's bytes are, so the signal never waits for it. */
+  int shut = gin_dev_shut_(dc), w = 0, rc;
   if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
     return rc;
   gin_dev_window_t dwv, swv;
@@ -250,28 +258,32 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * part): thread cr reads `part` bytes from cr * part. A lone thread
    * holds GIN_SMALL_BYTES (64), a warp's or block's threads
    * GIN_SMALL_COOP_BYTES (16): 32 each made a 512-thread block's 8-16 KiB
-   * puts 0.3 us slower than the general copy (H200, 2026-12-04). */
-  const char *s = gin_dev_base_(dc, src, dc->rank) + src_off;
-  gin_small_t v = {{0}};
+   * puts 0.3 us slower than the general copy (H200, 2026-12-04). A lone
+   * thread's length is the put's (written out: the general form cost it
+   * a dozen 64-bit selects on the way to its load). */
+  const char *s = gin_dev_local_base_(dc, src) + src_off;
+  gin_small_t v;
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   size_t part =
       coop == GIN_COOP_THREAD ? GIN_SMALL_BYTES : GIN_SMALL_COOP_BYTES;
   int small = bytes <= part * (size_t)cs;
-  size_t o = (size_t)cr * part;
-  size_t len = !small || o >= bytes ? 0 : bytes - o < part ? bytes - o : part;
+  size_t o = (size_t)cr * part, len;
+  if (coop == GIN_COOP_THREAD)
+    len = small ? bytes : 0;
+  else
+    len = !small || o >= bytes ? 0 : bytes - o < part ? bytes - o : part;
   if (small && coop != GIN_COOP_THREAD) gin_coop_sync(coop);
   if (len) v = gin_small_load(s + o, len);
   int route = gin_dev_route_(dc, w);
-  if ((rc = gin_dev_actions_(dc, w, remote, local)) ||
-      (rc = gin_dev_path_ok_(dc, w, route)))
-    return rc;
-  if (gin_route_path_(route) == GIN_PATH_PROXY)
+  if ((rc = gin_dev_actions_(dc, w, remote, local))) return rc;
+  if (!gin_route_direct_(route)) {
+    if ((rc = gin_dev_path_ok_(dc, w, route))) return rc;
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
                          bytes, remote, local, coop);
+  }
   /* Direct path: this coop's threads move the bytes themselves, once all
    * of them have written their part of the source (as on the proxy path);
    * no signal once the communicator aborted (gin_dev_shut_). */
-  int shut = gin_dev_shut_(dc);
   char *d = gin_dev_base_(dc, dst, w) + dst_off;
   if (small) {
     if (len) gin_small_store(d + o, v, len);
