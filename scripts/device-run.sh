@@ -236,7 +236,8 @@ fi
 # candidates and nothing else: gin-perf (checks off) of this tree ("base")
 # and of a copy with each patch applied ("x1", "x2", ...), run in turn:
 # 8-byte thread round trip, warp and block round trips, barrier, rate and
-# the ladder. For a landing, MODE=check follows.
+# the ladder (LAT_REPS=n: the round trips and the rate n times, default
+# 2). For a landing, MODE=check follows.
 if [ "${MODE:-all}" = lat ]; then
   R=build-dev-nochecks/ginrun
   bins="base:build-dev-nochecks/gin_perf_cuda"

@@ -31,10 +31,10 @@
 /* A registered window: an index into the communicator's window table and a
  * generation that changes when the slot is reused, so a stale handle is
  * caught; this rank's own base, so a put reads its source without a table
- * load; and the bases of ranks 0..GIN_INLINE_PEERS-1, so a put to one of
- * them finds its destination without one either. idx and gen are the same
- * on every rank; use a handle on the rank that registered it, and only
- * handles gin_window_register wrote. */
+ * load (checks off; with checks, as any rank's below); and the bases of ranks
+ * 0..GIN_INLINE_PEERS-1, so a put to one of them finds its destination without
+ * one either. idx and gen are the same on every rank; use a handle on the rank
+ * that registered it, and only handles gin_window_register wrote. */
 typedef struct gin_window {
   uint32_t idx;
   uint32_t gen;

@@ -62,7 +62,7 @@ GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
  * returns GIN_ERR_INVALID if w is not live. Only the checks read *out:
  * without them this is nothing at all (no table load, no test on a
  * put's way to its source load; gin_dev_base_ takes the bases from the
- * handle). */
+ * handle, those of ranks >= GIN_INLINE_PEERS from the flat table). */
 GIN_DEVICE_FN int gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w,
                                   int64_t peer, gin_dev_window_t *out) {
   if (!GIN_DEV_CHECKS_ON) return GIN_SUCCESS;
