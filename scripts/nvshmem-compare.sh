@@ -43,8 +43,12 @@ BW_SIZES=${BW_SIZES:--b 4096 -e 67108864 -f 4}
 GRID=${GRID:-}
 LIMIT=${LIMIT:-300}
 # The commit measured: GIN_COMMIT where the tree is a copy without its git
-# history (the GPU machine's), else the checkout's HEAD.
+# history (the GPU machine's), else the checkout's HEAD. The GPU machine's
+# copy may carry stale git metadata (a commit it names may be wrong), so
+# the table also names the tree digest (scripts/tree-digest.sh), which
+# follows the files.
 COMMIT=${GIN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
+DIGEST=$(scripts/tree-digest.sh 2>/dev/null || echo unknown)
 fails=0
 say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 
@@ -70,7 +74,7 @@ NVH=$(cache NVSHMEM_HOME)
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "commit: $COMMIT"
-  echo "tree digest: $(scripts/tree-digest.sh 2>/dev/null || echo unknown)"
+  echo "tree digest: $DIGEST"
   echo "gpu: $(nvidia-smi -L 2>/dev/null | head -1)"
   echo "build: $BUILD, GIN_DEVICE_CHECKS=$(cache GIN_DEVICE_CHECKS), $(cache CMAKE_BUILD_TYPE)"
   echo "nvshmem: $NVH"
@@ -127,7 +131,7 @@ pair() { # tag args...: gin, then NVSHMEM with the same arguments
 stop_mps
 
 ver=$(sed -n 's/.*# nvshmem_perf, \(NVSHMEM [0-9.]*\).*/\1/p' "$OUT"/nvshmem_*.log 2>/dev/null | head -1)
-title="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F), gin $COMMIT vs ${ver:-NVSHMEM}"
+title="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F), gin $COMMIT (tree $DIGEST) vs ${ver:-NVSHMEM}"
 gin_csv=$(ls "$OUT"/gin_*.csv 2>/dev/null)
 nv_csv=$(ls "$OUT"/nvshmem_*.csv 2>/dev/null)
 if [ -n "$gin_csv" ] && [ -n "$nv_csv" ]; then
