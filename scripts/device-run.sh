@@ -369,6 +369,11 @@ if [ "${MODE:-all}" = check ]; then
     export GIN_TIMEOUT_MS=20000
     ep_compare "${EP_COMPARE_RUNS:-2:1 4:1 8:1 2:2 8:2}"
     export GIN_TIMEOUT_MS=15000
+  # EXP=patch EXP_WHAT=fault: the fault tests below also on a copy with
+  # the patch applied (a change that could matter after a death).
+  elif [ -n "${EXP:-}" ] && [ -f "$EXP" ] && [ "${EXP_WHAT:-}" = fault ]; then
+    exp_copy && exp_build build-xf "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" ginrun fault_cuda &&
+      FX=$X/build-xf
   # EXP=patch: gin-perf's 8-byte round trip (checks off) of this tree and
   # of a copy with the patch applied, alternating (a latency experiment;
   # here "base" is this tree and "exp" the patched copy).
@@ -412,19 +417,30 @@ if [ "${MODE:-all}" = check ]; then
   fi
   # One at a time with a pause: right after a client was SIGKILLed the MPS
   # server refused new clients for a moment (cudaErrorDevicesUnavailable).
-  for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_gate_2 fault_cuda_abort_3}; do
-    (cd build-dev && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$t.log" 2>&1
+  # FAULT_REPS=n: the list n times (logs NAME_k); with EXP_WHAT=fault each
+  # test also runs on the patched copy, in turn (logs exp_NAME).
+  fault_one() { # build dir, log name, test
+    local d=$1 name=$2 t=$3 rc
+    (cd "$d" && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$name.log" 2>&1
     rc=$?
     # Refused at init by MPS (still tearing the last victim down): once
     # more (only then: the init call itself names the error).
-    if [ $rc != 0 ] && grep -q "gin_comm_init.*cudaErrorDevicesUnavailable" "$OUT/$t.log"; then
-      mv "$OUT/$t.log" "$OUT/$t.try1.log"
-      sleep 15; log "$t: MPS refused the clients; again"
-      (cd build-dev && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$t.log" 2>&1
+    if [ $rc != 0 ] && grep -q "gin_comm_init.*cudaErrorDevicesUnavailable" "$OUT/$name.log"; then
+      mv "$OUT/$name.log" "$OUT/$name.try1.log"
+      sleep 15; log "$name: MPS refused the clients; again"
+      (cd "$d" && timeout 100 ctest -V -R "^$t\$" --timeout 60) > "$OUT/$name.log" 2>&1
       rc=$?
     fi
-    log "$t: rc=$rc"; grep -E "Test +#" "$OUT/$t.log" | tee -a "$OUT/summary.txt"
+    log "$name: rc=$rc"; grep -E "Test +#" "$OUT/$name.log" | tee -a "$OUT/summary.txt"
     sleep 5
+  }
+  for k in $(seq "${FAULT_REPS:-1}"); do
+    sfx=""
+    [ "${FAULT_REPS:-1}" != 1 ] && sfx=_$k
+    for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_gate_2 fault_cuda_abort_3}; do
+      fault_one build-dev "$t$sfx" "$t"
+      [ -n "${FX:-}" ] && fault_one "$FX" "exp_$t$sfx" "$t"
+    done
   done
   # compute-sanitizer racecheck (shared-memory hazards) on the
   # conformance and EP suites, 2 ranks; each rank's summary line is kept.

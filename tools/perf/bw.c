@@ -235,6 +235,18 @@ void perf_bw(perf_env_t *env, int bidir) {
   if (o->raw) PERF_CHECK(gin_comm_barrier(env->comm));
 }
 
+/* A rate row (`test`) from the times of `reps` launches in t (ns), each
+ * of `ops` 8-byte puts or stores. */
+static perf_row_t rate_row(const char *test, double *t, int reps, double ops) {
+  double med, max;
+  perf_stats_d(t, reps, &med, &max);
+  perf_row_t r = perf_row(test, "thread", 8);
+  r.median_us = med / 1000.0;
+  r.p99_us = max / 1000.0;
+  r.mops = med > 0 ? ops / med * 1e3 : -1;
+  return r;
+}
+
 void perf_rate(perf_env_t *env) {
   const perf_opts_t *o = &env->o;
   int threads = perf_coop_threads(GIN_COOP_BLOCK) > 1 ? o->threads : 1;
@@ -257,18 +269,12 @@ void perf_rate(perf_env_t *env) {
   for (int k = 0; k < reps; k++)
     t[k] = (double)bw_once(env, &a, o->blocks, threads);
   if (env->rank == 0) {
-    double med, max;
-    perf_stats_d(t, reps, &med, &max);
     double ops = (double)o->blocks * threads * a.iters;
     perf_note(env,
               "rate: %d blocks x %d threads x %d puts of 8 bytes (each to "
               "its own slot), %d contexts, median of %d",
               o->blocks, threads, a.iters, env->dc.nctx, reps);
-    perf_row_t r = perf_row("rate", "thread", 8);
-    r.median_us = med / 1000.0;
-    r.p99_us = max / 1000.0;
-    r.mops = med > 0 ? ops / med * 1e3 : -1;
-    perf_row_t q = perf_row("rate_raw", "thread", 8);
+    perf_row_t r = rate_row("rate", t, reps, ops), q;
     int raw = o->raw && bw_peer_direct(env) &&
               bw_raw_times(&a, o->blocks, threads, reps, t);
     if (o->raw)
@@ -278,10 +284,7 @@ void perf_rate(perf_env_t *env) {
                 "last block's release%s",
                 raw ? "" : "; skipped: the peer's window is not mapped here");
     if (raw) {
-      perf_stats_d(t, reps, &med, &max);
-      q.median_us = med / 1000.0;
-      q.p99_us = max / 1000.0;
-      q.mops = med > 0 ? ops / med * 1e3 : -1;
+      q = rate_row("rate_raw", t, reps, ops);
       r.floor = "rate_raw_mops";
       r.floor_value = q.mops;
       r.ratio = r.mops > 0 && q.mops > 0 ? r.mops / q.mops : -1;

@@ -125,6 +125,12 @@ GIN_DEVICE_FN int gin_dev_route_(const gin_devcomm_t *dc, int w) {
 }
 /* A route's GIN_PATH_*. */
 GIN_HD_FN int gin_route_path_(int route) { return route & ~GIN_PATH_NEAR; }
+/* Whether the route is one the coop's own stores serve (direct or this
+ * rank): one test on a put's way, the rest out of its line. */
+GIN_HD_FN int gin_route_direct_(int route) {
+  unsigned p = (unsigned)gin_route_path_(route);
+  return p - GIN_PATH_SELF <= GIN_PATH_DIRECT - GIN_PATH_SELF;
+}
 /* The path to world rank w. */
 GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
   return gin_route_path_(gin_dev_route_(dc, w));

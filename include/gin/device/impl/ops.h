@@ -106,13 +106,6 @@ GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
     gin_add_release_u64(&sig[remote.signal], remote.value);
 }
 
-/* Whether the route is one the coop's own stores serve (direct or this
- * rank): one test on a put's way, the rest out of its line. */
-GIN_HD_FN int gin_route_direct_(int route) {
-  unsigned p = (unsigned)gin_route_path_(route);
-  return p - GIN_PATH_SELF <= GIN_PATH_DIRECT - GIN_PATH_SELF;
-}
-
 GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
   switch (gin_route_path_(route)) {
   case GIN_PATH_SELF:
