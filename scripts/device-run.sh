@@ -269,6 +269,8 @@ if [ "${MODE:-all}" = lat ]; then
   for b in $bins; do
     pf bar_block_${b%%:*} $R -n 2 --timeout 60 ${b#*:} barrier -g block -n 5000 -w 500
     pf ladder_${b%%:*} $R -n 2 --timeout 60 ${b#*:} ladder -n 3000 -w 300
+    # SCAN=1: the raw floor per flag line and on a signal word (floorscan).
+    [ -n "${SCAN:-}" ] && pf floorscan_${b%%:*} $R -n 2 --timeout 100 ${b#*:} floorscan -n 3000 -w 300
   done
   finish
 fi
@@ -372,7 +374,7 @@ if [ "${MODE:-all}" = check ]; then
   # EXP=patch EXP_WHAT=fault: the fault tests below also on a copy with
   # the patch applied (a change that could matter after a death).
   elif [ -n "${EXP:-}" ] && [ -f "$EXP" ] && [ "${EXP_WHAT:-}" = fault ]; then
-    exp_copy && exp_build build-xf "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" ginrun fault_cuda &&
+    exp_copy && exp_build build-xf "-DGIN_CUDA=ON -DGIN_CUDA_ARCH=90" ginrun fault_cuda gate_cuda abort_cuda &&
       FX=$X/build-xf
   # EXP=patch: gin-perf's 8-byte round trip (checks off) of this tree and
   # of a copy with the patch applied, alternating (a latency experiment;

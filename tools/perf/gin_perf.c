@@ -14,9 +14,9 @@
 #include "perf/peer_common.h"
 #include "perf/perf.h"
 
-static const char *const tests[] = {"all",     "pingpong", "sigpp",    "ladder",
-                                    "barrier", "bw",       "bibw",     "rate",
-                                    "ring",    "floors",   "baseline", NULL};
+static const char *const tests[] = {
+    "all",  "pingpong", "sigpp",  "ladder",   "barrier",   "bw", "bibw",
+    "rate", "ring",     "floors", "baseline", "floorscan", NULL};
 
 static void usage(FILE *f) {
   fprintf(
@@ -34,6 +34,8 @@ static void usage(FILE *f) {
       "  ring      proxy ring alone (GIN_BACKEND=proxy GIN_TRANSPORT=null)\n"
       "  floors    the machine's floors only (GPU and CPU side)\n"
       "  baseline  host-initiated ping-pong (launch, copy, notify)\n"
+      "  floorscan the raw floor with its flag in each line of 4 KiB and\n"
+      "            on a signal word, twice; the 8 B put round trip\n"
       "options:\n"
       "  -b MIN -e MAX -f FACTOR   sizes (bytes), default 8 .. 1 MiB x 2\n"
       "  -n ITERS -w WARMUP        iterations, default 1000 and 100\n"
@@ -168,6 +170,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(t, "pingpong")) perf_pingpong(&env);
   if (all || !strcmp(t, "sigpp")) perf_sigpp(&env);
   if (!strcmp(t, "ladder")) perf_ladder(&env);
+  if (!strcmp(t, "floorscan")) perf_floorscan(&env);
   if (all || !strcmp(t, "barrier")) perf_barrier(&env);
   if (all || !strcmp(t, "bw")) perf_bw(&env, 0);
   if (all || !strcmp(t, "bibw")) perf_bw(&env, 1);

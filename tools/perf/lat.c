@@ -93,6 +93,10 @@ typedef struct lat_args {
   uint64_t *issue;     /* NULL, or [iters] cycles rank 0 spent sending */
   const uint64_t *src; /* this rank's window + PERF_DATA (raw copies) */
   uint64_t *sm;        /* the SM the coop's lead ran on (device word) */
+  uint32_t flag_off;   /* raw variants: the flag this many bytes into the
+                          window (floorscan; 0 otherwise) */
+  int on_sig;          /* raw variants: the flag is signal PEERSIG_SLOT of
+                          the devcomm instead (floorscan) */
 } lat_args_t;
 
 /* The SM this thread runs on (0 on the host target). */
@@ -264,9 +268,14 @@ GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v, gin_coop_t c) {
   const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
   int me = dc->rank, peer = 1 - me, lead = gin_coop_rank(c) == 0;
-  uint64_t *mine = (uint64_t *)gin_window_peer_ptr(dc, a->win, world, me, 0);
+  uint64_t *mine =
+      (uint64_t *)gin_window_peer_ptr(dc, a->win, world, me, a->flag_off);
   uint64_t *theirs =
-      (uint64_t *)gin_window_peer_ptr(dc, a->win, world, peer, 0);
+      (uint64_t *)gin_window_peer_ptr(dc, a->win, world, peer, a->flag_off);
+  if (a->on_sig) {
+    mine = &dc->signals[PEERSIG_SLOT];
+    theirs = gin_dev_peer_sig_(dc, peer) + PEERSIG_SLOT;
+  }
   uint64_t *their_sig = dc->peer_signals[peer];
   uint64_t t_start = 0, c_start = 0;
   for (int i = 0; i < a->warmup + a->iters; i++) {
@@ -324,11 +333,13 @@ static gin_result_t lat_launch(const lat_args_t *a, int threads) {
  * where `issue` is not NULL the median time rank 0 spent in each send
  * (until the send returned: fences included, not the flight); where `sm`
  * is not NULL the SM this rank's coop ran on. */
-static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
-                          double *med, double *p99, double *issue,
-                          unsigned *sm) {
+static void lat_run_at(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
+                       double *med, double *p99, double *issue, unsigned *sm,
+                       uint32_t flag_off, int on_sig) {
   lat_args_t a;
   memset(&a, 0, sizeof a);
+  a.flag_off = flag_off;
+  a.on_sig = on_sig;
   a.dc = env->dc;
   a.win = env->win;
   a.bytes = bytes;
@@ -340,14 +351,19 @@ static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
   if (issue) a.issue = env->samples + a.iters + 2;
   a.sm = env->samples + 2 * a.iters + 2;
   a.src = (const uint64_t *)((const char *)env->win.local + PERF_DATA);
-  int slot = v == V_RAW_PEERSIG || v == V_RAW_PEERSIG_IMM ? PEERSIG_SLOT
-             : v <= V_RAW_LAST                            ? FLAG_SLOT
-                                                          : 0;
-  a.base = env->sig_base[slot];
+  int slot = v == V_RAW_PEERSIG || v == V_RAW_PEERSIG_IMM || on_sig
+                 ? PEERSIG_SLOT
+             : v <= V_RAW_LAST ? FLAG_SLOT
+                               : 0;
+  /* A flag elsewhere in the window counts on its own. */
+  uint64_t *base = v <= V_RAW_LAST && !on_sig && flag_off
+                       ? &env->scan_base[flag_off / 128]
+                       : &env->sig_base[slot];
+  a.base = *base;
   PERF_CHECK(gin_comm_barrier(env->comm));
   PERF_CHECK(lat_launch(&a, perf_coop_threads(c)));
   perf_sync(env);
-  env->sig_base[slot] += (uint64_t)(a.warmup + a.iters);
+  *base += (uint64_t)(a.warmup + a.iters);
   *med = *p99 = 0;
   if (env->rank == 0) perf_samples(env, a.iters, med, p99);
   if (issue && env->rank == 0) {
@@ -364,6 +380,12 @@ static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
     PERF_CHECK(gin_mem_copy(&w, a.sm, sizeof w));
     *sm = (unsigned)w;
   }
+}
+
+static void lat_run_issue(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
+                          double *med, double *p99, double *issue,
+                          unsigned *sm) {
+  lat_run_at(env, v, c, bytes, med, p99, issue, sm, 0, 0);
 }
 
 static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
@@ -476,6 +498,55 @@ void perf_ladder(perf_env_t *env) {
     r.median_us = issue[v];
     r.p99_us = issue[v];
     perf_emit(env, &r);
+  }
+}
+
+/* The raw floor with its flag in each 128-byte line of the window's flag
+ * area in turn, and on a signal word, twice over: whether the floor
+ * depends on where its flag lives (L2 slice) or drifts with time, and the
+ * floor on the very memory gin's signals use. Then the put round trip at
+ * 8 B against each pass's spread. */
+void perf_floorscan(perf_env_t *env) {
+  ensure_raw_floor(env);
+  enum { LINES = PERF_DATA / 128 };
+  for (int pass = 1; pass <= 2; pass++) {
+    char gran[16];
+    double med, p99, lo = 1e30, hi = 0;
+    snprintf(gran, sizeof gran, "line%d", pass);
+    for (int k = 0; k < LINES; k++) {
+      lat_run_at(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &med, &p99, NULL, NULL,
+                 (uint32_t)k * 128, 0);
+      lo = med < lo ? med : lo;
+      hi = med > hi ? med : hi;
+      perf_row_t r = perf_row("floor_scan", gran, (size_t)k * 128);
+      r.median_us = med;
+      r.p99_us = p99;
+      r.floor = "raw_flag_pingpong";
+      r.floor_value = env->raw_floor_us;
+      r.ratio = env->raw_floor_us > 0 ? med / env->raw_floor_us : -1;
+      perf_emit(env, &r);
+    }
+    snprintf(gran, sizeof gran, "signal%d", pass);
+    lat_run_at(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &med, &p99, NULL, NULL, 0,
+               1);
+    perf_row_t r = perf_row("floor_scan", gran, 0);
+    r.median_us = med;
+    r.p99_us = p99;
+    perf_emit(env, &r);
+    double put, putp;
+    lat_run(env, V_PUT, GIN_COOP_THREAD, 8, &put, &putp);
+    r = perf_row("pingpong", "thread", 8);
+    r.median_us = put;
+    r.p99_us = putp;
+    r.floor = "raw_flag_pingpong";
+    r.floor_value = env->raw_floor_us;
+    r.ratio = env->raw_floor_us > 0 ? put / env->raw_floor_us : -1;
+    perf_emit(env, &r);
+    perf_note(env,
+              "floorscan pass %d: raw floor over %d flag lines %.3f .. %.3f "
+              "us, on the signal word %.3f us; put 8 B %.3f us (%.3f .. "
+              "%.3f x)",
+              pass, (int)LINES, lo, hi, med, put, put / hi, put / lo);
   }
 }
 

@@ -53,11 +53,12 @@ typedef struct perf_env {
   gin_devcomm_t dc;
   uint64_t *samples;    /* device memory, 2 * o.iters + 3 words */
   uint64_t sig_base[8]; /* signal values consumed so far, per signal */
-  const char *path;     /* "direct", "proxy-ipc", ... from the settings */
-  int raw_floor_done;   /* the same on both ranks */
-  double raw_floor_us;  /* raw flag ping-pong, once measured (rank 0) */
-  double hostflag_us;   /* GPU <-> pinned host flag, once measured */
-  int npp;              /* gin ping-pong medians by size, for ratios */
+  uint64_t scan_base[PERF_DATA / 128]; /* floorscan: per flag line */
+  const char *path;    /* "direct", "proxy-ipc", ... from the settings */
+  int raw_floor_done;  /* the same on both ranks */
+  double raw_floor_us; /* raw flag ping-pong, once measured (rank 0) */
+  double hostflag_us;  /* GPU <-> pinned host flag, once measured */
+  int npp;             /* gin ping-pong medians by size, for ratios */
   size_t pp_bytes[64];
   double pp_med[64];
 } perf_env_t;
@@ -102,6 +103,7 @@ void perf_floors_cpu(perf_env_t *env); /* tcp, shm (floors_host.c) */
 void perf_pingpong(perf_env_t *env);   /* put+signal, -g */
 void perf_sigpp(perf_env_t *env);      /* signal only */
 void perf_ladder(perf_env_t *env);     /* latency decomposition */
+void perf_floorscan(perf_env_t *env);  /* the raw floor per flag line */
 void perf_barrier(perf_env_t *env);    /* gin_barrier */
 void perf_bw(perf_env_t *env, int bidir);
 void perf_rate(perf_env_t *env);     /* message rate */
