@@ -219,7 +219,24 @@ GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
                                 const uint64_t *q, uint64_t least, int bits,
                                 int kind, int64_t id, int64_t peer) {
   uint64_t t0 = 0;
-  for (uint32_t iter = 0;; iter++) {
+  uint32_t iter = 0;
+  if (!q) {
+    /* The direct path's case (no proxy part): the polls up to the first
+     * one due for the checks below in a loop of a few instructions (the
+     * general one below took ~20 a poll). The first poll orders what
+     * follows; later ones only look, and the one that sees the value is
+     * followed by an ordering read (the values only grow). */
+    if (gin_rolling_ge(gin_load_acquire_u64(p), least, bits))
+      return GIN_SUCCESS;
+    for (iter = 1; !gin_spin_check_due(iter); iter++) {
+      gin_spin_pause(iter - 1);
+      if (gin_rolling_ge(gin_load_relaxed_u64(p), least, bits)) {
+        (void)gin_load_acquire_u64(p);
+        return GIN_SUCCESS;
+      }
+    }
+  }
+  for (;; iter++) {
     /* Without a proxy part, the first poll orders what follows; later
      * ones only look, and the one that sees the value is followed by an
      * ordering read (the values only grow, so it sees at least as much).
