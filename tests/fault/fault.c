@@ -114,6 +114,7 @@ typedef struct run {
   const char *scenario;
   double pending_ms, later_ms; /* since the kill */
   char first_msg[1024];
+  char steps[1024]; /* each checked call and when it returned (ms) */
 } run_t;
 
 /* A call that must have failed naming the dead rank, in time. */
@@ -124,6 +125,8 @@ static void expect_death(run_t *r, const char *what, gin_result_t rc,
   snprintf(want, sizeof want, "rank %d (pid ", r->expect);
   if (!r->kill_ns) r->kill_ns = stamp_read(stamp_path);
   double ms = r->kill_ns ? (double)((int64_t)(done_ns - r->kill_ns)) / 1e6 : -1;
+  size_t used = strlen(r->steps);
+  snprintf(r->steps + used, sizeof r->steps - used, " %s@%.1f", what, ms);
   const char *bad = NULL;
   if (rc == GIN_SUCCESS)
     bad = "succeeded";
@@ -402,6 +405,8 @@ int main(int argc, char **argv) {
            "after the kill, later calls by %.1f ms (limit %lld ms): %s\n",
            r.rank, r.scenario, r.expect, what, r.pending_ms, r.later_ms,
            (long long)(2 * r.timeout_ms), r.first_msg);
+  /* When each call returned: where a slow one was, after a failure. */
+  printf("fault: rank %d: steps (ms after the kill):%s\n", r.rank, r.steps);
   fflush(stdout);
   return r.fails ? 1 : 0;
 }
