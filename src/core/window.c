@@ -68,12 +68,21 @@ static gin_result_t slot_publish(gin_comm_t c, uint32_t i) {
 
 static void slot_unmap(gin_comm_t c, gin_win_slot_t *w) {
   for (int r = 0; r < c->nranks; r++) {
+    uint64_t t0 = gin_now_ns();
     if (w->import_ptr[r] && w->host_kind)
       gin_arch_hostmem_unimport(w->import_ptr[r], w->import_size[r],
                                 w->import_cookie[r]);
     else if (w->import_ptr[r])
       gin_arch_shm_unimport(w->import_ptr[r], w->import_size[r],
                             w->import_cookie[r]);
+    /* Whose view was slow to release (a dead rank's under MPS was:
+     * RELIABILITY.md, twentieth session). */
+    uint64_t ns = gin_now_ns() - t0;
+    if (ns > 20000000ull)
+      GIN_WARN(WINDOW,
+               "rank %d: releasing rank %d's view of a window took "
+               "%.1f ms",
+               c->rank, r, (double)ns / 1e6);
     w->import_ptr[r] = NULL;
     w->bases[r] = NULL;
     w->hbases[r] = NULL;

@@ -31,6 +31,8 @@ fi
 cat "$TMP/out"
 grep -v '^\[[0-9]*\] ' "$TMP/err"   # ginrun's own lines
 grep '^\[[0-9]*\] .*\(WARN\|FAIL\)' "$TMP/err" | head -20
+# Slow releases (the library logs them) whatever came before them.
+grep '^\[[0-9]*\] .*WARN.* took [0-9.]* ms' "$TMP/err"
 
 [ "$rc" -eq 137 ] || fail "ginrun exited with $rc, expected 137 (rank $VICTIM killed by SIGKILL)"
 grep -q "^ginrun: rank $VICTIM (pid [0-9]*) killed by signal 9 (Killed)\$" "$TMP/err" ||

@@ -5,6 +5,8 @@
 # memory is shared? The scenario N times with the default (VMM, cuMemCreate
 # descriptors) and with GIN_CUDA_VMM=0 (CUDA IPC), in turn, under MPS.
 # Usage (repository root, on the GPU machine): OUT=dir N=4 bash THIS
+# (KINDS="default" runs only the VMM case; slow releases are logged by
+# the library since the twentieth session and copied to the summary.)
 set -u
 OUT=${OUT:-$PWD/probe-out}; mkdir -p "$OUT"
 nvidia-smi -L > "$OUT/gpu.txt"
@@ -14,7 +16,7 @@ export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d
 for k in $(seq "${N:-4}"); do
-  for v in default 0; do
+  for v in ${KINDS:-default 0}; do
     name=devbarrier_vmm${v}_$k
     for _ in 1 2; do
       if [ $v = default ]; then
@@ -28,6 +30,7 @@ for k in $(seq "${N:-4}"); do
       sleep 15
     done
     echo "== $name: rc=$rc $(grep -ho 'gin_window_deregister@[0-9.]*' "$OUT/$name.log" | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+    grep -h "took [0-9.]* ms" "$OUT/$name.log" | cut -c1-300 | tee -a "$OUT/summary.txt"
     sleep 5
   done
 done

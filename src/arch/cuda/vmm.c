@@ -220,16 +220,33 @@ static gin_result_t vmm_hold(vmm_map_t *m, int dev, CUresult r,
   return res;
 }
 
+/* A release slower than this is logged (normally well under 1 ms). */
+#define VMM_SLOW_RELEASE_MS 20.0
+
+static double vmm_ms(void) { return (double)gin_now_ns() / 1e6; }
+
 void gin_cuda_vmm_release_(void *cookie) {
   vmm_map_t *m = (vmm_map_t *)cookie;
   cudaStream_t s; /* gin's device and context current on this thread */
   CUresult r = gin_cuda_thread_stream_(&s) == GIN_SUCCESS
                    ? CUDA_SUCCESS
                    : CUDA_ERROR_INVALID_CONTEXT;
-  /* All three, in this order, whatever each returns; the first error. */
+  /* All three, in this order, whatever each returns; the first error.
+   * Each is timed: under MPS, releasing a view of a rank whose client was
+   * being torn down returned only with that teardown (RELIABILITY.md,
+   * twentieth session); a slow one is logged with where the time went. */
+  double t0 = vmm_ms();
   CUresult r1 = cu.MemUnmap(m->va, m->size);
+  double t1 = vmm_ms();
   CUresult r2 = cu.MemAddressFree(m->va, m->size);
+  double t2 = vmm_ms();
   CUresult r3 = cu.MemRelease(m->mem);
+  double t3 = vmm_ms();
+  if (t3 - t0 > VMM_SLOW_RELEASE_MS)
+    GIN_WARN(MEM,
+             "releasing a VMM window of %zu bytes took %.1f ms (cuMemUnmap "
+             "%.1f, cuMemAddressFree %.1f, cuMemRelease %.1f)",
+             m->size, t3 - t0, t1 - t0, t2 - t1, t3 - t2);
   if (r == CUDA_SUCCESS)
     r = r1 != CUDA_SUCCESS ? r1 : r2 != CUDA_SUCCESS ? r2 : r3;
   if (r != CUDA_SUCCESS) {
