@@ -163,13 +163,20 @@ void gin_comm_peer_dead_(gin_comm_t c, int dead, int by, int how, int err) {
            death_unreachable(how, err) ? "unreachable" : "died", by,
            how == GIN_DEATH_ERROR ? "failed" : "closed without a goodbye");
   /* The CPU-side records first, then the abort words (a wait that sees the
-   * word finds the record): this rank's and its load/store peers'. */
+   * word finds the record): this rank's and its load/store peers', the
+   * dead rank's word too (no record: nobody reads it). Its page is shared
+   * host memory this process still maps; the dead process's kernels, which
+   * run on until the driver (or MPS, ~130 ms later) tears its context down,
+   * read that word in their waits and so end within microseconds instead of
+   * at their timeout. Whether that spares the survivors' contexts at an MPS
+   * teardown is not yet measured (RELIABILITY.md, twentieth session). */
   for (int r = 0; r < c->nranks; r++) {
     gin_ctrl_t *pc = r == c->rank ? c->ctrl : c->peer_ctrl[r];
-    if (!pc || r == dead) continue;
+    if (!pc) continue;
     gin_dev_error_t *e = &pc->herr;
     zero = 0;
-    if (__atomic_compare_exchange_n(&e->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
+    if (r != dead &&
+        __atomic_compare_exchange_n(&e->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
       e->kind = GIN_DEVERR_PEER_DEAD;
       e->rank = r;
