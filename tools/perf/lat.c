@@ -393,6 +393,20 @@ static void lat_run(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
   lat_run_issue(env, v, c, bytes, med, p99, NULL, NULL);
 }
 
+/* Emits a latency row with its ratio to `floor`, named `fname` (no
+ * ratio where the floor is not positive; "" and -1: no floor at all). */
+static void emit_lat(perf_env_t *env, const char *test, const char *gran,
+                     size_t bytes, double med, double p99, const char *fname,
+                     double floor) {
+  perf_row_t r = perf_row(test, gran, bytes);
+  r.median_us = med;
+  r.p99_us = p99;
+  r.floor = fname;
+  r.floor_value = floor;
+  r.ratio = floor > 0 ? med / floor : -1;
+  perf_emit(env, &r);
+}
+
 void perf_raw_pingpong(perf_env_t *env, int variant, double *med, double *p99) {
   lat_run(env, variant, GIN_COOP_THREAD, 8, med, p99);
 }
@@ -483,13 +497,8 @@ void perf_ladder(perf_env_t *env) {
     issue[v] = -1;
     if (!near && V_GPU_RUNG(v)) continue;
     lat_run_issue(env, v, GIN_COOP_THREAD, 8, &med, &p99, &issue[v], NULL);
-    perf_row_t r = perf_row("ladder", ladder_names[v], 8);
-    r.median_us = med;
-    r.p99_us = p99;
-    r.floor = "raw_flag_pingpong";
-    r.floor_value = env->raw_floor_us;
-    r.ratio = env->raw_floor_us > 0 ? med / env->raw_floor_us : -1;
-    perf_emit(env, &r);
+    emit_lat(env, "ladder", ladder_names[v], 8, med, p99, "raw_flag_pingpong",
+             env->raw_floor_us);
   }
   /* Where the time goes within a round trip: the sender's own cost. */
   for (int v = 0; v < V_COUNT && env->rank == 0; v++) {
@@ -525,13 +534,8 @@ void perf_floorscan(perf_env_t *env) {
       lat_run_at(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &med, &p99, NULL, NULL,
                  (uint32_t)k * 128, 0);
       line[k] = med;
-      perf_row_t r = perf_row("floor_scan", gran, (size_t)k * 128);
-      r.median_us = med;
-      r.p99_us = p99;
-      r.floor = "raw_flag_pingpong";
-      r.floor_value = env->raw_floor_us;
-      r.ratio = env->raw_floor_us > 0 ? med / env->raw_floor_us : -1;
-      perf_emit(env, &r);
+      emit_lat(env, "floor_scan", gran, (size_t)k * 128, med, p99,
+               "raw_flag_pingpong", env->raw_floor_us);
     }
     qsort(line, LINES, sizeof line[0], cmp_us);
     double mid = (line[LINES / 2 - 1] + line[LINES / 2]) / 2;
@@ -539,19 +543,11 @@ void perf_floorscan(perf_env_t *env) {
     double sig, sigp;
     lat_run_at(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &sig, &sigp, NULL, NULL, 0,
                1);
-    perf_row_t r = perf_row("floor_scan", gran, 0);
-    r.median_us = sig;
-    r.p99_us = sigp;
-    perf_emit(env, &r);
+    emit_lat(env, "floor_scan", gran, 0, sig, sigp, "", -1);
     double put, putp;
     lat_run(env, V_PUT, GIN_COOP_THREAD, 8, &put, &putp);
-    r = perf_row("pingpong", "thread", 8);
-    r.median_us = put;
-    r.p99_us = putp;
-    r.floor = "raw_flag_on_signal";
-    r.floor_value = sig;
-    r.ratio = sig > 0 ? put / sig : -1;
-    perf_emit(env, &r);
+    emit_lat(env, "pingpong", "thread", 8, put, putp, "raw_flag_on_signal",
+             sig);
     if (env->rank == 0)
       perf_note(env,
                 "floorscan pass %d: raw floor over %d flag lines %.3f .. "
