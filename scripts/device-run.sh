@@ -455,7 +455,7 @@ if [ "${MODE:-all}" = check ]; then
   fi
   # SCAN=1 (not with CHECK_QUICK): gin-perf's floorscan and two 8-byte
   # ping-pongs (checks off) on this GPU too.
-  if [ -n "${SCAN:-}" ] && [ -x build-dev-nochecks/gin_perf_cuda ]; then
+  if [ -n "${SCAN:-}" ] && [ -z "${CHECK_QUICK:-}" ]; then
     pf floorscan $R -n 2 --timeout 100 build-dev-nochecks/gin_perf_cuda floorscan -n 3000 -w 300
     for i in 1 2; do pf pp_$i $R -n 2 --timeout 60 build-dev-nochecks/gin_perf_cuda pingpong -b 8 -e 8 -n 5000 -w 500; done
   fi

@@ -169,7 +169,9 @@ void gin_comm_peer_dead_(gin_comm_t c, int dead, int by, int how, int err) {
    * run on until the driver (or MPS, ~130 ms later) tears its context down,
    * read that word in their waits and so end within microseconds instead of
    * at their timeout. Whether that spares the survivors' contexts at an MPS
-   * teardown is not yet measured (RELIABILITY.md, twentieth session). */
+   * teardown is not yet measured (RELIABILITY.md, twentieth session). A
+   * rank taken for dead that still runs (unreachable) is aborted so too,
+   * its word naming itself. */
   for (int r = 0; r < c->nranks; r++) {
     gin_ctrl_t *pc = r == c->rank ? c->ctrl : c->peer_ctrl[r];
     if (!pc) continue;

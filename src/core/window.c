@@ -78,7 +78,7 @@ static void slot_unmap(gin_comm_t c, gin_win_slot_t *w) {
     /* Whose view was slow to release (a dead rank's under MPS was:
      * RELIABILITY.md, twentieth session). */
     uint64_t ns = gin_now_ns() - t0;
-    if (ns > 20000000ull)
+    if (ns > GIN_SLOW_RELEASE_NS)
       GIN_WARN(WINDOW,
                "rank %d: releasing rank %d's view of a window took "
                "%.1f ms",

@@ -350,6 +350,12 @@ static void teardown(run_t *r, setup_t *s, int tasks0) {
  * twentieth session); calls made before it did not show it. */
 static void late_call(run_t *r, int late_ms) {
   if (!r->kill_ns) r->kill_ns = stamp_read(stamp_path);
+  if (!r->kill_ns) { /* no time to count from: the check would be early */
+    printf("fault: rank %d: FAIL %s: no kill time stamp for the late call\n",
+           r->rank, r->scenario);
+    r->fails++;
+    return;
+  }
   uint64_t at = r->kill_ns + (uint64_t)late_ms * 1000000ull;
   while (now_ns() < at)
     usleep(1000);

@@ -332,10 +332,17 @@ static gin_result_t lat_launch(const lat_args_t *a, int threads) {
 /* Runs variant v once at `bytes` with coop c; median and p99 (us), and
  * where `issue` is not NULL the median time rank 0 spent in each send
  * (until the send returned: fences included, not the flight); where `sm`
- * is not NULL the SM this rank's coop ran on. */
+ * is not NULL the SM this rank's coop ran on. Raw variants only: the flag
+ * flag_off bytes into the window (a multiple of 128 below PERF_DATA; its
+ * own running count per line), or with on_sig signal PEERSIG_SLOT. */
 static void lat_run_at(perf_env_t *env, int v, gin_coop_t c, size_t bytes,
                        double *med, double *p99, double *issue, unsigned *sm,
                        uint32_t flag_off, int on_sig) {
+  if (flag_off % 128 || flag_off >= PERF_DATA) {
+    fprintf(stderr, "gin-perf: flag offset %u outside [0, %d) by 128\n",
+            flag_off, PERF_DATA);
+    exit(2);
+  }
   lat_args_t a;
   memset(&a, 0, sizeof a);
   a.flag_off = flag_off;
@@ -516,13 +523,14 @@ static int cmp_us(const void *a, const void *b) {
 }
 
 /* The raw floor with its flag in each 128-byte line of the window's flag
- * area in turn, and on a signal word, twice over: whether the floor
- * depends on where its flag lives (it does: on the H200 each 256-byte
- * granule has its own round trip, the same in both passes, twentieth
- * session), and the floor on the very memory gin's ping-pong signals
- * (signal PEERSIG_SLOT shares signal 0's line). Then the put round trip
- * at 8 B against the floor on its own signal word and the lines' median
- * and range. */
+ * area in turn, and on signal PEERSIG_SLOT (in signal 0's 128-byte line:
+ * the ping-pong's), twice over: whether the floor depends on where its
+ * flag lives (it does: on one H200 both lines of each 256-byte granule
+ * alike, eight values over the 16 granules, the same in both passes; on
+ * others partly moving between passes: twentieth session), and the floor
+ * on the memory gin's ping-pong signals through. Then the put round trip
+ * at 8 B against the floor on its signal line and the lines' median and
+ * range. */
 void perf_floorscan(perf_env_t *env) {
   ensure_raw_floor(env);
   enum { LINES = PERF_DATA / 128 };
@@ -551,8 +559,8 @@ void perf_floorscan(perf_env_t *env) {
     if (env->rank == 0)
       perf_note(env,
                 "floorscan pass %d: raw floor over %d flag lines %.3f .. "
-                "%.3f us (median %.3f), on the signal word %.3f us; put 8 B "
-                "%.3f us = %.3f x the floor on its signal word, %.3f x the "
+                "%.3f us (median %.3f), on the signal line %.3f us; put 8 B "
+                "%.3f us = %.3f x the floor on its signal line, %.3f x the "
                 "lines' median (%.3f .. %.3f x)",
                 pass, (int)LINES, line[0], line[LINES - 1], mid, sig, put,
                 put / sig, put / mid, put / line[LINES - 1], put / line[0]);

@@ -220,9 +220,6 @@ static gin_result_t vmm_hold(vmm_map_t *m, int dev, CUresult r,
   return res;
 }
 
-/* A release slower than this is logged (normally well under 1 ms). */
-#define VMM_SLOW_RELEASE_MS 20.0
-
 static double vmm_ms(void) { return (double)gin_now_ns() / 1e6; }
 
 void gin_cuda_vmm_release_(void *cookie) {
@@ -242,7 +239,7 @@ void gin_cuda_vmm_release_(void *cookie) {
   double t2 = vmm_ms();
   CUresult r3 = cu.MemRelease(m->mem);
   double t3 = vmm_ms();
-  if (t3 - t0 > VMM_SLOW_RELEASE_MS)
+  if (t3 - t0 > (double)GIN_SLOW_RELEASE_NS / 1e6)
     GIN_WARN(MEM,
              "releasing a VMM window of %zu bytes took %.1f ms (cuMemUnmap "
              "%.1f, cuMemAddressFree %.1f, cuMemRelease %.1f)",
