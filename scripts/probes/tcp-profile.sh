@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Where the host target's tcp round trip goes (issue 4: <= 1.3 x raw TCP
+# ping-pong), for a machine with cores to spare (the GPU machine's CPUs:
+# the 2-core CI box measures contention). Builds the host target, then in
+# turn: gin-perf's 8 and 64 B ping-pong over proxy+tcp with the raw TCP
+# floor beside it (--floors), default idling and GIN_PROXY_BUSY_POLL=1,
+# three runs each; the same under `strace -c -f` (system calls a round
+# trip, both ranks) and, where perf works, `perf stat` (context switches,
+# migrations). Each run is cut at 60 s: on 2 cores busy polling starves
+# the ranks (rc 124 there). Usage (repository root):
+# OUT=dir bash scripts/probes/tcp-profile.sh
+set -u
+OUT=${OUT:-$PWD/tcp-profile}
+mkdir -p "$OUT"
+B=build-tcpprof
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/build.log" 2>&1 &&
+  cmake --build $B -j "$(nproc)" --target ginrun gin_perf_host >>"$OUT/build.log" 2>&1 ||
+  { echo "BUILD FAILED"; tail -20 "$OUT/build.log"; exit 1; }
+nproc >"$OUT/nproc.txt"
+export GIN_BACKEND=proxy GIN_TRANSPORT=tcp
+PP=(pingpong -b 8 -e 64 -f 8 -n 10000 -w 1000 --floors)
+run() { # name, env..., (gin-perf args follow PP)
+  local name=$1; shift
+  env "$@" timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host "${PP[@]}" \
+    --csv "$OUT/$name.csv" >"$OUT/$name.log" 2>&1
+  echo "== $name: rc=$? $(grep -hE 'floor_tcp_pp|pingpong' "$OUT/$name.log" | awk '{print $2, $4, $5}' | tr '\n' ' ')" |
+    tee -a "$OUT/summary.txt"
+}
+for k in 1 2 3; do
+  run idle_$k GIN_PROXY_BUSY_POLL=0
+  run busy_$k GIN_PROXY_BUSY_POLL=1
+done
+# System calls of both ranks and their threads (ginrun's children).
+for v in 0 1; do
+  strace -f -c -o "$OUT/strace_busy$v.txt" env GIN_PROXY_BUSY_POLL=$v \
+    timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host pingpong -b 8 -e 8 \
+    -n 10000 -w 1000 >"$OUT/strace_busy$v.log" 2>&1
+  echo "== strace busy=$v: $(head -12 "$OUT/strace_busy$v.txt" | tail -8 | awk '{print $NF":"$4}' | tr '\n' ' ')" |
+    tee -a "$OUT/summary.txt"
+done
+if perf stat -e task-clock true >/dev/null 2>&1; then
+  for v in 0 1; do
+    perf stat -e task-clock,context-switches,cpu-migrations -o "$OUT/perf_busy$v.txt" \
+      env GIN_PROXY_BUSY_POLL=$v timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host \
+      pingpong -b 8 -e 8 -n 10000 -w 1000 >"$OUT/perf_busy$v.log" 2>&1
+    echo "== perf stat busy=$v: $(grep -E 'context-switches|cpu-migrations|task-clock' "$OUT/perf_busy$v.txt" | awk '{print $2":"$1}' | tr '\n' ' ')" |
+      tee -a "$OUT/summary.txt"
+  done
+fi
