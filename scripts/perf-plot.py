@@ -18,6 +18,12 @@ DIR/bandwidth.png: gbps per size, solid; bandwidth floors dashed: the
 floor_value of rows whose floor names a bandwidth (device_copy_gbps, ...)
 and "floor_" rows with GB/s (floor_tcp_stream, floor_dev_copy, ...).
 
+DIR/floorscan.png (only where `gin-perf floorscan` rows are present): the
+raw floor against the flag's offset in the window, one series per pass
+and file, with the floor on the ping-pong's signal line and the 8-byte
+put round trip as dashed levels. floor_scan rows are left out of
+latency.png.
+
 The label of a series is the file's `label` column when present, else the
 file's stem. A plot with nothing to draw is skipped with a message.
 Needs matplotlib (pip install matplotlib, or apt-get install
@@ -113,6 +119,8 @@ def collect(rows):
 
     for r in rows:
         test = r["test"].strip()
+        if test == "floor_scan":  # offsets, not sizes: floorscan.png
+            continue
         gran = (r.get("granularity") or "").strip()
         x = num(r.get("bytes"))
         med, p99, gbps = (num(r.get("median_us")), num(r.get("p99_us")),
@@ -225,6 +233,59 @@ def draw(series, ylabel, title, out):
     return True
 
 
+def draw_scan(rows, title, out):
+    """floorscan.png: each pass's floor per flag offset, the signal-line
+    floors and the 8-byte thread ping-pongs of the same files as levels.
+    False when no file has floor_scan rows."""
+    scan = [r for r in rows if r["test"].strip() == "floor_scan"]
+    if not scan:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 6.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    lines, levels = {}, {}
+    for r in scan:
+        gran = (r.get("granularity") or "").strip()
+        name = r["_label"] + " " + gran
+        y, x = num(r.get("median_us")), num(r.get("bytes"))
+        if gran.startswith("line") and y is not None:
+            lines.setdefault(name, Series(name, "data")).add(x or 0.0, y)
+        elif gran.startswith("signal") and y is not None:
+            levels.setdefault(r["_label"] + " floor on the signal line",
+                              []).append(y)
+    scanned = {r["_label"] for r in scan}
+    for r in rows:  # the ping-pongs floorscan ran (8 B, thread)
+        if (r["_label"] in scanned and r["test"].strip() == "pingpong"
+                and (r.get("granularity") or "").strip() == "thread"
+                and num(r.get("bytes")) == 8):
+            y = num(r.get("median_us"))
+            if y is not None:
+                levels.setdefault(r["_label"] + " put 8 B round trip",
+                                  []).append(y)
+    for i, (name, ser) in enumerate(sorted(lines.items())):
+        xs, ys = ser.xy()
+        ax.plot(xs, ys, "-o", color=colors[i % len(colors)], ms=3.5,
+                lw=1.2, label=name)
+    for j, (name, ys) in enumerate(sorted(levels.items())):
+        y = statistics.median(ys)
+        ax.axhline(y, ls="--", lw=1.2,
+                   color=colors[(len(lines) + j) % len(colors)],
+                   label="%s (median of %d: %.3f)" % (name, len(ys), y))
+    ax.set_xlabel("flag offset in the window (bytes; one 128-byte line each)")
+    ax.set_ylabel("round trip (us, median)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Latency and bandwidth vs message size from gin-perf "
@@ -257,6 +318,10 @@ def main(argv=None):
             wrote += 1
         else:
             print("perf-plot: no %s rows; %s not written" % (what, out))
+    out = os.path.join(a.out, "floorscan.png")
+    if draw_scan(rows, "%s: raw floor by flag line" % a.title, out):
+        print("perf-plot: wrote %s" % out)
+        wrote += 1
     return 0 if wrote else 1
 
 
