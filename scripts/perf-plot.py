@@ -148,6 +148,23 @@ def collect(rows):
     return lat, bw
 
 
+def new_figure():
+    """pyplot (Agg, no display), a figure, its axes and the colour cycle."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 6.5))
+    return plt, fig, ax, plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+def save_figure(plt, fig, out):
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+
+
 def draw(series, ylabel, title, out):
     """Writes one plot; returns False (and says so) when there is nothing
     to draw."""
@@ -155,13 +172,7 @@ def draw(series, ylabel, title, out):
     floors = [s for s in series.values() if s.kind == "floor" and s.pts]
     if not data and not floors:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(11, 6.5))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    plt, fig, ax, colors = new_figure()
     allx, ally = [], []
     for i, s in enumerate(data):
         c = colors[i % len(colors)]
@@ -227,9 +238,7 @@ def draw(series, ylabel, title, out):
                   bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     else:
         ax.legend(handles, labels, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, out)
     return True
 
 
@@ -240,13 +249,7 @@ def draw_scan(rows, title, out):
     scan = [r for r in rows if r["test"].strip() == "floor_scan"]
     if not scan:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(11, 6.5))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    plt, fig, ax, colors = new_figure()
     lines, levels = {}, {}
     for r in scan:
         gran = (r.get("granularity") or "").strip()
@@ -280,9 +283,7 @@ def draw_scan(rows, title, out):
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, out)
     return True
 
 

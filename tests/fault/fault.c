@@ -117,6 +117,12 @@ typedef struct run {
   char steps[1024]; /* each checked call and when it returned (ms) */
 } run_t;
 
+/* Appends "what@ms" to the survivor's steps (when each call returned). */
+static void step_note(run_t *r, const char *what, double ms) {
+  size_t used = strlen(r->steps);
+  snprintf(r->steps + used, sizeof r->steps - used, " %s@%.1f", what, ms);
+}
+
 /* A call that must have failed naming the dead rank, in time. */
 static void expect_death(run_t *r, const char *what, gin_result_t rc,
                          uint64_t done_ns, int pending) {
@@ -125,8 +131,7 @@ static void expect_death(run_t *r, const char *what, gin_result_t rc,
   snprintf(want, sizeof want, "rank %d (pid ", r->expect);
   if (!r->kill_ns) r->kill_ns = stamp_read(stamp_path);
   double ms = r->kill_ns ? (double)((int64_t)(done_ns - r->kill_ns)) / 1e6 : -1;
-  size_t used = strlen(r->steps);
-  snprintf(r->steps + used, sizeof r->steps - used, " %s@%.1f", what, ms);
+  step_note(r, what, ms);
   const char *bad = NULL;
   if (rc == GIN_SUCCESS)
     bad = "succeeded";
@@ -374,9 +379,7 @@ static void late_call(run_t *r, int late_ms) {
            (unsigned long long)out);
     r->fails++;
   }
-  size_t used = strlen(r->steps);
-  snprintf(r->steps + used, sizeof r->steps - used, " late call@%.1f",
-           (double)(int64_t)(now_ns() - r->kill_ns) / 1e6);
+  step_note(r, "late call", (double)(int64_t)(now_ns() - r->kill_ns) / 1e6);
 }
 
 int main(int argc, char **argv) {

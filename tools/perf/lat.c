@@ -556,7 +556,7 @@ void perf_floorscan(perf_env_t *env) {
     lat_run(env, V_PUT, GIN_COOP_THREAD, 8, &put, &putp);
     emit_lat(env, "pingpong", "thread", 8, put, putp, "raw_flag_on_signal",
              sig);
-    if (env->rank == 0)
+    if (env->rank == 0) /* the others' figures are 0: no quotients of them */
       perf_note(env,
                 "floorscan pass %d: raw floor over %d flag lines %.3f .. "
                 "%.3f us (median %.3f), on the signal line %.3f us; put 8 B "

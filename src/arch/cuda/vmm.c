@@ -220,8 +220,6 @@ static gin_result_t vmm_hold(vmm_map_t *m, int dev, CUresult r,
   return res;
 }
 
-static double vmm_ms(void) { return (double)gin_now_ns() / 1e6; }
-
 void gin_cuda_vmm_release_(void *cookie) {
   vmm_map_t *m = (vmm_map_t *)cookie;
   cudaStream_t s; /* gin's device and context current on this thread */
@@ -232,18 +230,19 @@ void gin_cuda_vmm_release_(void *cookie) {
    * Each is timed: under MPS, releasing a view of a rank whose client was
    * being torn down returned only with that teardown (RELIABILITY.md,
    * twentieth session); a slow one is logged with where the time went. */
-  double t0 = vmm_ms();
+  uint64_t t0 = gin_now_ns();
   CUresult r1 = cu.MemUnmap(m->va, m->size);
-  double t1 = vmm_ms();
+  uint64_t t1 = gin_now_ns();
   CUresult r2 = cu.MemAddressFree(m->va, m->size);
-  double t2 = vmm_ms();
+  uint64_t t2 = gin_now_ns();
   CUresult r3 = cu.MemRelease(m->mem);
-  double t3 = vmm_ms();
-  if (t3 - t0 > (double)GIN_SLOW_RELEASE_NS / 1e6)
+  uint64_t t3 = gin_now_ns();
+  if (t3 - t0 > GIN_SLOW_RELEASE_NS)
     GIN_WARN(MEM,
              "releasing a VMM window of %zu bytes took %.1f ms (cuMemUnmap "
              "%.1f, cuMemAddressFree %.1f, cuMemRelease %.1f)",
-             m->size, t3 - t0, t1 - t0, t2 - t1, t3 - t2);
+             m->size, (double)(t3 - t0) / 1e6, (double)(t1 - t0) / 1e6,
+             (double)(t2 - t1) / 1e6, (double)(t3 - t2) / 1e6);
   if (r == CUDA_SUCCESS)
     r = r1 != CUDA_SUCCESS ? r1 : r2 != CUDA_SUCCESS ? r2 : r3;
   if (r != CUDA_SUCCESS) {
