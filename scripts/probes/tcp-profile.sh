@@ -8,13 +8,22 @@
 # trip, both ranks) and, where perf works, `perf stat` (context switches,
 # migrations). Each run is cut at 60 s: on 2 cores busy polling starves
 # the ranks (rc 124 there). Usage (repository root):
-# OUT=dir bash scripts/probes/tcp-profile.sh
+# OUT=dir [VARIANTS=...] [REPS=n] [CTEST=1] bash scripts/probes/tcp-profile.sh
+# VARIANTS: space-separated name=VAR=value[,VAR=value...], run in turn
+# REPS times (default: idle and busy proxies, three times). CTEST=1 also
+# times the whole host-target suite (ctest -j 8) once per variant of
+# CTEST_VARIANTS (default: VARIANTS), under the tcp settings exported
+# below (every test forced through proxy+tcp but those that set their own).
 set -u
 OUT=${OUT:-$PWD/tcp-profile}
+VARIANTS=${VARIANTS:-"idle=GIN_PROXY_BUSY_POLL=0 busy=GIN_PROXY_BUSY_POLL=1"}
+REPS=${REPS:-3}
 mkdir -p "$OUT"
 B=build-tcpprof
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/build.log" 2>&1 &&
-  cmake --build $B -j "$(nproc)" --target ginrun gin_perf_host >>"$OUT/build.log" 2>&1 ||
+TARGETS=(--target ginrun gin_perf_host)
+[ "${CTEST:-0}" = 1 ] && TARGETS=()
+cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGIN_CUDA=OFF >"$OUT/build.log" 2>&1 &&
+  cmake --build $B -j "$(nproc)" "${TARGETS[@]}" >>"$OUT/build.log" 2>&1 ||
   { echo "BUILD FAILED"; tail -20 "$OUT/build.log"; exit 1; }
 nproc >"$OUT/nproc.txt"
 export GIN_BACKEND=proxy GIN_TRANSPORT=tcp
@@ -26,12 +35,32 @@ run() { # name, env..., (gin-perf args follow PP)
   echo "== $name: rc=$? $(grep -hE 'floor_tcp_pp|pingpong' "$OUT/$name.log" | awk '{print $2, $4, $5}' | tr '\n' ' ')" |
     tee -a "$OUT/summary.txt"
 }
-for k in 1 2 3; do
-  run idle_$k GIN_PROXY_BUSY_POLL=0
-  run busy_$k GIN_PROXY_BUSY_POLL=1
+for k in $(seq "$REPS"); do
+  for v in $VARIANTS; do
+    IFS=, read -r -a envs <<<"${v#*=}"
+    run "${v%%=*}_$k" "${envs[@]}"
+  done
 done
+if [ "${CTEST:-0}" = 1 ]; then
+  for v in ${CTEST_VARIANTS:-$VARIANTS}; do
+    IFS=, read -r -a envs <<<"${v#*=}"
+    t0=$(date +%s.%N)
+    (cd $B && env "${envs[@]}" ctest -j 8 --timeout 300 --output-on-failure >"$OUT/ctest_${v%%=*}.log" 2>&1)
+    rc=$?
+    echo "== ctest ${v%%=*}: rc=$rc $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $t0 }") s, $(grep -E 'tests passed' "$OUT/ctest_${v%%=*}.log")" |
+      tee -a "$OUT/summary.txt"
+  done
+fi
+# The round trip's parts without the library (tcp_parts.c: blocking,
+# polling, and the proxy's relay shape over TCP loopback; a recv on an
+# empty socket, a sched_yield, a cache-line round trip).
+if cc -O2 -Wall -pthread -o $B/tcp_parts scripts/probes/tcp_parts.c 2>>"$OUT/build.log"; then
+  timeout 120 $B/tcp_parts 20000 "$REPS" >"$OUT/parts.txt" 2>&1
+  sed 's/^/== parts: /' "$OUT/parts.txt" | tee -a "$OUT/summary.txt"
+fi
 # System calls of both ranks and their threads (ginrun's children).
 for v in 0 1; do
+  command -v strace >/dev/null || break
   strace -f -c -o "$OUT/strace_busy$v.txt" env GIN_PROXY_BUSY_POLL=$v \
     timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host pingpong -b 8 -e 8 \
     -n 10000 -w 1000 >"$OUT/strace_busy$v.log" 2>&1

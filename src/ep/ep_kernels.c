@@ -26,15 +26,18 @@
 #define EP_THREADS 256
 
 /* Tests only: a copy of these kernels built with EP_TEST_LIAR = 1, 2 or 3
- * (tests/ep: test_ep_liar_*) makes world rank 1 lie to every peer, as a
- * corrupt or hostile process could: 1 a dispatch count past max_tokens, 2
- * dispatch headers naming a token past max_tokens, 3 combine `where`
- * words naming rows of another expert; the receivers' checks are then
- * driven end to end. The library is never built with it. */
+ * (tests/ep: test_ep_liar_*) makes world rank 1 lie to every other rank,
+ * as a corrupt or hostile process could: 1 a dispatch count past
+ * max_tokens, 2 dispatch headers naming a token past max_tokens, 3
+ * combine `where` words naming rows of another expert; the receivers'
+ * checks are then driven end to end. What it sends itself stays true:
+ * through the proxy that arrives first, and it would find its own lie and
+ * abort everyone before a peer could. The library is never built with it. */
 #ifndef EP_TEST_LIAR
 #define EP_TEST_LIAR 0
 #endif
-#define EP_LIES(a, mode) (EP_TEST_LIAR == (mode) && (a)->g.me == 1)
+#define EP_LIES(a, mode, dst)                                                  \
+  (EP_TEST_LIAR == (mode) && (a)->g.me == 1 && (dst) != 1)
 
 /* Every thread of the block runs the same scan; results are uniform. */
 #define EP_FOR_THREADS(i, n)                                                   \
@@ -146,7 +149,7 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
     size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, slot);
     rc = gin_put_value(dc, ctx, world, dst, a->win,
                        gin_ep_hdr_off(g, a->set, e % g->L, g->me, slot),
-                       (uint64_t)(uint32_t)(EP_LIES(a, 2) ? g->M : t) |
+                       (uint64_t)(uint32_t)(EP_LIES(a, 2, dst) ? g->M : t) |
                            (uint64_t)(k | pulled) << 32,
                        8, gin_remote_none(), EP_WARP);
     if (rc == GIN_SUCCESS && !pulled)
@@ -191,7 +194,7 @@ GIN_KERNEL(k_ep_dispatch_send, gin_ep_args_t) {
             dc, dst % dc->nctx, world, dst,
             gin_remote_signal_add(
                 gin_ep_dsig(g, args.set, e % g->L, g->me),
-                count + 1 + (EP_LIES(&args, 1) ? (uint64_t)g->M + 1 : 0)),
+                count + 1 + (EP_LIES(&args, 1, dst) ? (uint64_t)g->M + 1 : 0)),
             GIN_COOP_THREAD))
       return;
     gin_store_relaxed_u64(&args.scratch[e], 0); /* read by the next launch */
@@ -493,7 +496,7 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
       rc = gin_put_value(dc, ctx, world, r, a->win,
                          gin_ep_where_off(g, a->set, t, k),
                          (uint64_t)GIN_EP_PULLED << 32 |
-                             (s + (EP_LIES(a, 3) ? (size_t)slots : 0)),
+                             (s + (EP_LIES(a, 3, r) ? (size_t)slots : 0)),
                          8, inc, EP_WARP);
     } else if (direct) {
       /* The abort gate, as gin_put's: no store into a peer that may be

@@ -2,14 +2,18 @@
  * A lying peer in EP, end to end: built with a copy of the EP kernels in
  * which world rank 1 lies to every peer (EP_TEST_LIAR, src/ep/ep_kernels.c):
  * 1 a dispatch count past max_tokens, 2 dispatch headers naming a token
- * past max_tokens, 3 combine `where` words naming another expert's rows.
- * Every rank receives from rank 1 (the routing sends each token to two
- * ranks, every rank's experts get tokens from every rank), so each rank's
- * step must fail, within the timeout, with GIN_ERR_REMOTE naming rank 1
- * and what it sent, or GIN_ERR_ABORTED from a rank that saw it first; at
- * least one rank must report the lie itself. Then everything is released
- * on the aborted communicator. Run with ginrun -n N (N >= 3). Exit 0
- * pass, 1 fail, 77 skip.
+ * past max_tokens, 3 combine `where` words naming another expert's rows
+ * (what rank 1 sends itself stays true). Every rank receives from rank 1
+ * (the routing sends each token to two ranks, every rank's experts get
+ * tokens from every rank), so each other rank's step must fail, within
+ * the timeout, with GIN_ERR_REMOTE naming rank 1 and what it sent, or
+ * GIN_ERR_ABORTED from a rank that saw it first; rank 1 itself, told no
+ * lie, may finish its step, but its communicator must then be aborted by
+ * a peer within the timeout. At least one rank but rank 1 must report
+ * the lie. Then everything is released on the aborted communicator.
+ * Mode 3 skips where rank 1 does not reach every peer by load/store, or
+ * GIN_EP_PULL=0: only that combine sends `where` words. Run with ginrun
+ * -n N (N >= 3). Exit 0 pass, 1 fail, 77 skip.
  */
 #include <stdint.h>
 #include <time.h>
@@ -35,6 +39,27 @@ static int says_lie(const char *msg) {
   }
 }
 
+/* Whether rank 1 reaches every other rank by load/store (the only path
+ * whose combine sends `where` words) and GIN_EP_PULL leaves them on;
+ * collective over world. */
+static int where_words_sent(gin_comm_t world, int nranks) {
+  gin_devcomm_t dc;
+  TCHECK(gin_devcomm_create(world, NULL, &dc));
+  int direct = 1;
+  for (int r = 0; r < nranks && r < 8; r++)
+    if (r != 1 && ((dc.path_inline >> (8 * r)) & ~GIN_PATH_NEAR & 0xff) !=
+                      GIN_PATH_DIRECT)
+      direct = 0;
+  int *all = (int *)calloc((size_t)nranks, sizeof(int));
+  TASSERT(all, "out of memory");
+  TCHECK(gin_comm_allgather(world, &direct, all, sizeof direct));
+  direct = all[1];
+  free(all);
+  TCHECK(gin_devcomm_destroy(world, &dc));
+  const char *pull = getenv("GIN_EP_PULL");
+  return direct && !(pull && atoi(pull) == 0);
+}
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -47,6 +72,12 @@ int main(void) {
   test_require_device();
   if (nranks > T) { /* then some ranks would get nothing from rank 1 */
     printf("SKIP: at most %d ranks\n", T);
+    gin_comm_destroy(world);
+    return TEST_SKIP;
+  }
+  if (EP_TEST_LIAR == 3 && !where_words_sent(world, nranks)) {
+    printf("SKIP: rank 1 does not reach every peer by load/store, or "
+           "GIN_EP_PULL=0: its combine sends no `where` words to lie in\n");
     gin_comm_destroy(world);
     return TEST_SKIP;
   }
@@ -98,11 +129,17 @@ int main(void) {
     if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
     if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(comm);
   }
-  double ms = now_ms() - t0;
-  const char *msg = gin_last_error();
   int64_t timeout = 60000;
   const char *env = getenv("GIN_TIMEOUT_MS");
   if (env) timeout = atoll(env);
+  /* Rank 1 was told no lie: a peer that saw one must abort it. */
+  while (rank == 1 && rc == GIN_SUCCESS && now_ms() - t0 < (double)timeout) {
+    struct timespec nap = {0, 100000};
+    nanosleep(&nap, NULL);
+    rc = gin_comm_get_async_error(comm);
+  }
+  double ms = now_ms() - t0;
+  const char *msg = gin_last_error();
   int saw = rc == GIN_ERR_REMOTE && says_lie(msg);
   printf("rank %d: %s after %.1f ms: %s\n", rank, gin_strerror(rc), ms, msg);
   TASSERT(saw || rc == GIN_ERR_ABORTED,

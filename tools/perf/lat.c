@@ -498,11 +498,19 @@ void perf_ladder(perf_env_t *env) {
   if (!near)
     perf_note(env, "ladder: the peer is not on this GPU: GPU-scope rungs "
                    "(raw_gpu .. gpu_put) skipped");
+  /* The raw and lib_ rungs are the load/store path's exchange in pieces;
+   * through a proxy there is no such exchange to take apart, and lib_put's
+   * waiter polls a word the proxy never adds to (each of its polls ran to
+   * PERF_SPIN_LIMIT_NS: the ladder outlived ginrun's timeout). */
+  int direct = ((env->dc.path_inline >> (8 * peer)) & 0x7f) == GIN_PATH_DIRECT;
+  if (!direct)
+    perf_note(env, "ladder: the peer is not reached by load/store: only the "
+                   "API rungs (put, signal) run");
   double issue[V_COUNT];
   for (int v = 0; v < V_COUNT; v++) {
     double med, p99;
     issue[v] = -1;
-    if (!near && V_GPU_RUNG(v)) continue;
+    if ((!near && V_GPU_RUNG(v)) || (!direct && v < V_PUT)) continue;
     lat_run_issue(env, v, GIN_COOP_THREAD, 8, &med, &p99, &issue[v], NULL);
     emit_lat(env, "ladder", ladder_names[v], 8, med, p99, "raw_flag_pingpong",
              env->raw_floor_us);
