@@ -32,7 +32,7 @@ run() { # name, env..., (gin-perf args follow PP)
   local name=$1; shift
   env "$@" timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host "${PP[@]}" \
     --csv "$OUT/$name.csv" >"$OUT/$name.log" 2>&1
-  echo "== $name: rc=$? $(grep -hE 'floor_tcp_pp|pingpong' "$OUT/$name.log" | awk '{print $2, $4, $5}' | tr '\n' ' ')" |
+  echo "== $name: rc=$? $(grep -hE 'floor_tcp_pp|floor_tcp_relay|pingpong' "$OUT/$name.log" | awk '{print $2, $4, $5}' | tr '\n' ' ')" |
     tee -a "$OUT/summary.txt"
 }
 for k in $(seq "$REPS"); do

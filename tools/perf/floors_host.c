@@ -127,6 +127,7 @@ typedef struct tcp_job {
   char *buf;
   size_t bytes, total;
   int rounds;
+  char *lines; /* the relay's shared lines (MAP_SHARED), or NULL */
 } tcp_job_t;
 
 typedef int (*tcp_child_fn)(int fd, const tcp_job_t *job);
@@ -474,6 +475,154 @@ int floor_shm_pingpong(int iters, int warmup, double *median_us,
 out_unmap:
   munmap(map, map_bytes);
 out_free:
+  free(s);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- relay */
+
+/* The relay's lines, SHM_LINE apart in one MAP_SHARED mapping made before
+ * the forks: each side's worker -> poller (send this count), poller ->
+ * worker (this count arrived), and the abort word. */
+enum {
+  RELAY_A_OUT,
+  RELAY_A_IN,
+  RELAY_B_OUT,
+  RELAY_B_IN,
+  RELAY_ABORT,
+  RELAY_LINES
+};
+
+static uint64_t *relay_line(char *lines, int k) {
+  return (uint64_t *)(lines + (size_t)k * SHM_LINE);
+}
+
+/* A side's poller (a child; only system calls): sends each count its
+ * worker hands over on *out, receives the peer's counts into *in, polling
+ * both as gin's proxy polls its ring and socket, until `rounds` went each
+ * way; bounded as shm_wait. Returns 0, or -1 (the abort word set). */
+static int relay_poll(int fd, char *lines, int out_k, int in_k, int rounds) {
+  uint64_t *out = relay_line(lines, out_k), *in = relay_line(lines, in_k);
+  uint64_t *abort_flag = relay_line(lines, RELAY_ABORT);
+  uint64_t sent = 0, got = 0, v = 0, t0 = 0, r_total = (uint64_t)rounds;
+  size_t have = 0; /* bytes of v received */
+  for (uint32_t n = 0; sent < r_total || got < r_total; n++) {
+    uint64_t o = __atomic_load_n(out, __ATOMIC_ACQUIRE);
+    if (o > sent) {
+      if (send_all(fd, (const char *)&o, sizeof o) < 0) break;
+      sent = o;
+      n = 0;
+      t0 = 0;
+    }
+    ssize_t r = recv(fd, (char *)&v + have, sizeof v - have, MSG_DONTWAIT);
+    if (r > 0) {
+      if ((have += (size_t)r) == sizeof v) {
+        __atomic_store_n(in, got = v, __ATOMIC_RELEASE);
+        have = 0;
+      }
+      n = 0;
+      t0 = 0;
+      continue;
+    }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      break;
+    cpu_pause();
+    if (n < SPIN_BEFORE_YIELD) continue;
+    sched_yield();
+    if ((n & 255) != 0) continue;
+    if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) break;
+    if (t0 == 0)
+      t0 = now_ns();
+    else if (now_ns() - t0 > (uint64_t)FLOOR_TIMEOUT_MS * 1000000u)
+      break;
+  }
+  if (sent == r_total && got == r_total) return 0;
+  __atomic_store_n(abort_flag, 1, __ATOMIC_RELAXED);
+  return -1;
+}
+
+/* Side B (tcp_pair's child): its worker, a grandchild, answers each count
+ * that arrives with the same count; the child itself polls. */
+static int relay_child(int fd, const tcp_job_t *job) {
+  uint64_t *abort_flag = relay_line(job->lines, RELAY_ABORT);
+  pid_t w = fork();
+  if (w < 0) {
+    child_err("relay: fork");
+    return -1;
+  }
+  if (w == 0) {
+    for (int i = 1; i <= job->rounds; i++) {
+      if (shm_wait(relay_line(job->lines, RELAY_B_IN), (uint64_t)i,
+                   abort_flag) < 0)
+        _exit(1);
+      __atomic_store_n(relay_line(job->lines, RELAY_B_OUT), (uint64_t)i,
+                       __ATOMIC_RELEASE);
+    }
+    _exit(0);
+  }
+  int rc = relay_poll(fd, job->lines, RELAY_B_OUT, RELAY_B_IN, job->rounds);
+  if (rc < 0) {
+    child_err("relay: side B's poller failed");
+    kill(w, SIGKILL);
+  }
+  int st = 0;
+  while (waitpid(w, &st, 0) < 0 && errno == EINTR) {
+  }
+  return rc < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us) {
+  if (iters < 1 || warmup < 0 || !median_us || !p99_us) {
+    floor_err("tcp relay: need iters >= 1, warmup >= 0", 0);
+    return -1;
+  }
+  int rc = -1, n = warmup + iters, fd;
+  size_t map_bytes = RELAY_LINES * SHM_LINE;
+  pid_t pid, poller;
+  tcp_job_t job;
+  memset(&job, 0, sizeof job);
+  job.rounds = n;
+  double *s = (double *)malloc(sizeof(double) * (size_t)iters);
+  void *map = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (!s || map == MAP_FAILED) {
+    floor_err("tcp relay: out of memory", s ? errno : 0);
+    goto out_free;
+  }
+  job.lines = (char *)map;
+  uint64_t *abort_flag = relay_line(job.lines, RELAY_ABORT);
+  if (tcp_pair(relay_child, &job, &pid, &fd) < 0) goto out_free;
+  fflush(NULL);
+  poller = fork();
+  if (poller < 0) {
+    floor_err("tcp relay: fork", errno);
+    __atomic_store_n(abort_flag, 1, __ATOMIC_RELAXED);
+    close(fd);
+    reap(pid, 1);
+    goto out_free;
+  }
+  if (poller == 0)
+    _exit(relay_poll(fd, job.lines, RELAY_A_OUT, RELAY_A_IN, n) ? 1 : 0);
+  close(fd);                     /* the poller has it */
+  for (int i = 1; i <= n; i++) { /* this process is side A's worker */
+    uint64_t t0 = now_ns();
+    __atomic_store_n(relay_line(job.lines, RELAY_A_OUT), (uint64_t)i,
+                     __ATOMIC_RELEASE);
+    if (shm_wait(relay_line(job.lines, RELAY_A_IN), (uint64_t)i, abort_flag) <
+        0) {
+      floor_err("tcp relay: no answer in time", 0);
+      __atomic_store_n(abort_flag, 1, __ATOMIC_RELAXED);
+      reap(poller, 1);
+      reap(pid, 1);
+      goto out_free;
+    }
+    if (i > warmup) s[i - 1 - warmup] = (double)(now_ns() - t0) / 1e3;
+  }
+  if (reap(poller, 0) < 0 || reap(pid, 0) < 0) goto out_free;
+  percentiles(s, iters, median_us, p99_us);
+  rc = 0;
+out_free:
+  if (map != MAP_FAILED) munmap(map, map_bytes);
   free(s);
   return rc;
 }

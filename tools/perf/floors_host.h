@@ -67,6 +67,19 @@ int floor_tcp_stream(size_t bytes, size_t total, double *gbps);
 int floor_shm_pingpong(int iters, int warmup, double *median_us,
                        double *p99_us);
 
+/*
+ * The tcp ping-pong in the shape of a proxy, with no library: on each side
+ * a worker hands an 8-byte count to a poller through a shared cache line;
+ * the poller sends it over 127.0.0.1 (TCP_NODELAY) and polls its socket
+ * and the line, and hands what arrives to its worker the same way. Four
+ * processes (this one is side A's worker), the polls and waits as
+ * floor_tcp_pingpong's. What the design costs over floor_tcp_pingpong:
+ * two hand-offs between cores each way. Wants four free cores; with fewer
+ * it runs by scheduler turns. Same arguments and results as
+ * floor_shm_pingpong.
+ */
+int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us);
+
 #ifdef __cplusplus
 }
 #endif
