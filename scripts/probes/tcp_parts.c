@@ -2,13 +2,16 @@
  * The host target's tcp round trip taken apart without the library (issue
  * 4: gin's proxy+tcp ping-pong against raw TCP): over TCP loopback, 8-byte
  * messages, a child process as the peer, the median round trip of
- *   block  blocking send and recv (gin-perf's floor_tcp_pp),
- *   poll   send, then recv(MSG_DONTWAIT) until the answer is there,
+ *   block  blocking send and recv (a receiver that sleeps, netperf's
+ *          TCP_RR),
+ *   poll   send, then recv(MSG_DONTWAIT) until the answer is there (as
+ *          gin-perf's floor_tcp_pp, which also pauses between polls),
  *   relay  the proxy's shape: in each process a worker thread hands the
  *          message to a poller thread through a cache line, the poller
  *          sends it and polls its socket (and the line) and hands what it
  *          receives back the same way; no library,
- * in turn, `rounds` times; and the parts: a recv that finds nothing, a
+ * in turn, `rounds` times, with this side's mean time in a send and in a
+ * recv that returned data; and the parts: a recv that finds nothing, a
  * sched_yield, a cache-line round trip between two threads (ns each).
  * The relay spins four threads: it needs four free cores (on two it runs
  * by scheduler slices, milliseconds a trip).
@@ -55,6 +58,9 @@ static double median_us(uint64_t *s, int n) {
   return (double)s[n / 2] / 1e3;
 }
 
+/* This process's side: ns in sends, and in recvs that returned data. */
+static uint64_t cost[4]; /* send ns, sends, recv ns, recvs with data */
+
 static void nodelay(int fd) {
   int one = 1;
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
@@ -65,16 +71,21 @@ static void nodelay(int fd) {
 static void recv8(int fd, uint64_t *v, int spin) {
   size_t got = 0;
   while (got < 8) {
+    uint64_t t0 = now_ns();
     ssize_t n = recv(fd, (char *)v + got, 8 - got, spin ? MSG_DONTWAIT : 0);
-    if (n > 0)
+    if (n > 0) {
       got += (size_t)n;
-    else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+      cost[2] += now_ns() - t0, cost[3]++;
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
       die("recv");
+    }
   }
 }
 
 static void send8(int fd, uint64_t v) {
+  uint64_t t0 = now_ns();
   if (send(fd, &v, 8, 0) != 8) die("send");
+  cost[0] += now_ns() - t0, cost[1]++;
 }
 
 /* The relay's two threads in one process share these lines. */
@@ -92,7 +103,9 @@ static void *poller(void *p) {
   while (got < r->total || sent < r->total) {
     uint64_t o = __atomic_load_n(&r->out, __ATOMIC_ACQUIRE);
     if (o > sent) send8(r->fd, sent = o);
+    uint64_t t0 = now_ns();
     ssize_t n = recv(r->fd, (char *)&v + have, 8 - have, MSG_DONTWAIT);
+    if (n > 0) cost[2] += now_ns() - t0, cost[3]++;
     if (n > 0 && (have += (size_t)n) == 8) {
       __atomic_store_n(&r->in, got = v, __ATOMIC_RELEASE);
       have = 0;
@@ -240,8 +253,13 @@ int main(int argc, char **argv) {
          iters, sysconf(_SC_NPROCESSORS_ONLN));
   for (int k = 0; k < rounds; k++) {
     printf("round %d:", k + 1);
-    for (int m = 0; m < NMODES; m++)
-      printf(" %s %.3f", names[m], pair(m, iters, s));
+    for (int m = 0; m < NMODES; m++) {
+      memset(cost, 0, sizeof cost);
+      double us = pair(m, iters, s);
+      printf(" %s %.3f (send %.0f ns, recv with data %.0f ns)", names[m], us,
+             cost[1] ? (double)cost[0] / (double)cost[1] : 0.0,
+             cost[3] ? (double)cost[2] / (double)cost[3] : 0.0);
+    }
     printf("\n");
     fflush(stdout);
   }
