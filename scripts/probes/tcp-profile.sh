@@ -18,7 +18,7 @@ set -u
 OUT=${OUT:-$PWD/tcp-profile}
 VARIANTS=${VARIANTS:-"idle=GIN_PROXY_BUSY_POLL=0 busy=GIN_PROXY_BUSY_POLL=1"}
 REPS=${REPS:-3}
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 B=build-tcpprof
 TARGETS=(--target ginrun gin_perf_host)
 [ "${CTEST:-0}" = 1 ] && TARGETS=()

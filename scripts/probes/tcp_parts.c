@@ -167,6 +167,7 @@ static double pair(int mode, int iters, uint64_t *s) {
   if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) || listen(lfd, 1) ||
       getsockname(lfd, (struct sockaddr *)&a, &len))
     die("listen");
+  fflush(stdout); /* nothing buffered twice */
   pid_t pid = fork();
   if (pid < 0) die("fork");
   if (pid == 0) {

@@ -56,8 +56,11 @@ static int where_words_sent(gin_comm_t world, int nranks) {
   direct = all[1];
   free(all);
   TCHECK(gin_devcomm_destroy(world, &dc));
+  /* GIN_EP_PULL as the library reads it: a whole number, else unset. */
   const char *pull = getenv("GIN_EP_PULL");
-  return direct && !(pull && atoi(pull) == 0);
+  char *end = NULL;
+  long long v = pull && *pull ? strtoll(pull, &end, 0) : 1;
+  return direct && !(end && *end == '\0' && v == 0);
 }
 
 static double now_ms(void) {

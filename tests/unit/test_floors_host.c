@@ -70,12 +70,21 @@ int main(void) {
   check_latency("shm flag ping-pong", rc, med, p99);
   check_no_child("shm ping-pong");
 
+  /* The relay's four processes spin: on a small machine they take
+   * scheduler turns (milliseconds a trip), so a few round trips. */
+  med = p99 = -1;
+  rc = floor_tcp_relay(10, 2, &med, &p99);
+  check_latency("tcp relay", rc, med, p99);
+  check_no_child("tcp relay");
+
   /* Bad arguments: refused, outputs untouched, nothing forked. */
   med = p99 = gbps = 7;
   CHECK(floor_tcp_pingpong(0, 10, 0, &med, &p99) == -1, "bytes 0 accepted");
   CHECK(floor_tcp_pingpong(8, 0, 0, &med, &p99) == -1, "iters 0 accepted");
   CHECK(floor_tcp_stream(8, 0, &gbps) == -1, "total 0 accepted");
   CHECK(floor_shm_pingpong(1, -1, &med, &p99) == -1, "warmup -1 accepted");
+  CHECK(floor_tcp_relay(0, 0, &med, &p99) == -1, "relay iters 0 accepted");
+  CHECK(floor_tcp_relay(5, -1, &med, &p99) == -1, "relay warmup -1 accepted");
   CHECK(med == 7 && p99 == 7 && gbps == 7, "outputs written on failure");
   check_no_child("bad arguments");
 

@@ -1,12 +1,13 @@
 /*
- * gin-perf's CPU-side floors (floors_host.h): raw TCP over loopback and a
- * shared-memory flag ping-pong between this process and a forked child.
+ * gin-perf's CPU-side floors (floors_host.h): raw TCP over loopback, a
+ * shared-memory flag ping-pong, and the TCP relay, between this process
+ * and children it forks (none of them forks).
  *
- * The child only makes system calls (socket calls, clock_gettime,
- * sched_yield, write, _exit) on memory allocated before the fork, so the
- * floors are safe to take from a process that runs other threads. Every
- * wait is bounded by FLOOR_TIMEOUT_MS; on failure the parent kills and
- * reaps the child.
+ * The children only make system calls (socket calls, clock_gettime,
+ * sched_yield, write, _exit) and atomic loads and stores on memory
+ * allocated before the fork, so the floors are safe to take from a
+ * process that runs other threads. Every wait is bounded by
+ * FLOOR_TIMEOUT_MS; on failure the parent kills and reaps the children.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -497,8 +498,8 @@ static uint64_t *relay_line(char *lines, int k) {
   return (uint64_t *)(lines + (size_t)k * SHM_LINE);
 }
 
-/* A side's poller (a child; only system calls): sends each count its
- * worker hands over on *out, receives the peer's counts into *in, polling
+/* A side's poller (a child: system calls and atomics only): sends each count
+ * its worker hands over on *out, receives the peer's counts into *in, polling
  * both as gin's proxy polls its ring and socket, until `rounds` went each
  * way; bounded as shm_wait. Returns 0, or -1 (the abort word set). */
 static int relay_poll(int fd, char *lines, int out_k, int in_k, int rounds) {
@@ -541,34 +542,25 @@ static int relay_poll(int fd, char *lines, int out_k, int in_k, int rounds) {
   return -1;
 }
 
-/* Side B (tcp_pair's child): its worker, a grandchild, answers each count
- * that arrives with the same count; the child itself polls. */
+/* Side B's poller: tcp_pair's child. */
 static int relay_child(int fd, const tcp_job_t *job) {
-  uint64_t *abort_flag = relay_line(job->lines, RELAY_ABORT);
-  pid_t w = fork();
-  if (w < 0) {
-    child_err("relay: fork");
-    return -1;
+  if (relay_poll(fd, job->lines, RELAY_B_OUT, RELAY_B_IN, job->rounds) == 0)
+    return 0;
+  child_err("relay: side B's poller failed");
+  return -1;
+}
+
+/* Side B's worker (a child with no socket): answers each count that
+ * arrives with the same count. */
+static int relay_work(char *lines, int rounds) {
+  const uint64_t *abort_flag = relay_line(lines, RELAY_ABORT);
+  for (int i = 1; i <= rounds; i++) {
+    if (shm_wait(relay_line(lines, RELAY_B_IN), (uint64_t)i, abort_flag) < 0)
+      return -1;
+    __atomic_store_n(relay_line(lines, RELAY_B_OUT), (uint64_t)i,
+                     __ATOMIC_RELEASE);
   }
-  if (w == 0) {
-    for (int i = 1; i <= job->rounds; i++) {
-      if (shm_wait(relay_line(job->lines, RELAY_B_IN), (uint64_t)i,
-                   abort_flag) < 0)
-        _exit(1);
-      __atomic_store_n(relay_line(job->lines, RELAY_B_OUT), (uint64_t)i,
-                       __ATOMIC_RELEASE);
-    }
-    _exit(0);
-  }
-  int rc = relay_poll(fd, job->lines, RELAY_B_OUT, RELAY_B_IN, job->rounds);
-  if (rc < 0) {
-    child_err("relay: side B's poller failed");
-    kill(w, SIGKILL);
-  }
-  int st = 0;
-  while (waitpid(w, &st, 0) < 0 && errno == EINTR) {
-  }
-  return rc < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+  return 0;
 }
 
 int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us) {
@@ -578,7 +570,7 @@ int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us) {
   }
   int rc = -1, n = warmup + iters, fd;
   size_t map_bytes = RELAY_LINES * SHM_LINE;
-  pid_t pid, poller;
+  pid_t worker, pid, poller;
   tcp_job_t job;
   memset(&job, 0, sizeof job);
   job.rounds = n;
@@ -591,7 +583,20 @@ int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us) {
   }
   job.lines = (char *)map;
   uint64_t *abort_flag = relay_line(job.lines, RELAY_ABORT);
-  if (tcp_pair(relay_child, &job, &pid, &fd) < 0) goto out_free;
+  /* Every process is this one's child: side B's worker first (before any
+   * socket, so it holds none), then B's poller (tcp_pair), A's poller. */
+  fflush(NULL);
+  worker = fork();
+  if (worker < 0) {
+    floor_err("tcp relay: fork", errno);
+    goto out_free;
+  }
+  if (worker == 0) _exit(relay_work(job.lines, n) ? 1 : 0);
+  if (tcp_pair(relay_child, &job, &pid, &fd) < 0) {
+    __atomic_store_n(abort_flag, 1, __ATOMIC_RELAXED);
+    reap(worker, 1);
+    goto out_free;
+  }
   fflush(NULL);
   poller = fork();
   if (poller < 0) {
@@ -599,6 +604,7 @@ int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us) {
     __atomic_store_n(abort_flag, 1, __ATOMIC_RELAXED);
     close(fd);
     reap(pid, 1);
+    reap(worker, 1);
     goto out_free;
   }
   if (poller == 0)
@@ -614,11 +620,13 @@ int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us) {
       __atomic_store_n(abort_flag, 1, __ATOMIC_RELAXED);
       reap(poller, 1);
       reap(pid, 1);
+      reap(worker, 1);
       goto out_free;
     }
     if (i > warmup) s[i - 1 - warmup] = (double)(now_ns() - t0) / 1e3;
   }
-  if (reap(poller, 0) < 0 || reap(pid, 0) < 0) goto out_free;
+  int ra = reap(poller, 0), rb = reap(pid, 0), rw = reap(worker, 0);
+  if (ra < 0 || rb < 0 || rw < 0) goto out_free;
   percentiles(s, iters, median_us, p99_us);
   rc = 0;
 out_free:

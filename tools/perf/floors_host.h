@@ -75,8 +75,8 @@ int floor_shm_pingpong(int iters, int warmup, double *median_us,
  * processes (this one is side A's worker), the polls and waits as
  * floor_tcp_pingpong's. What the design costs over floor_tcp_pingpong:
  * two hand-offs between cores each way. Wants four free cores; with fewer
- * it runs by scheduler turns. Same arguments and results as
- * floor_shm_pingpong.
+ * it runs by scheduler turns. Every process is a child of this one (none
+ * forks). Same arguments and results as floor_shm_pingpong.
  */
 int floor_tcp_relay(int iters, int warmup, double *median_us, double *p99_us);
 

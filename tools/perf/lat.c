@@ -499,9 +499,12 @@ void perf_ladder(perf_env_t *env) {
     perf_note(env, "ladder: the peer is not on this GPU: GPU-scope rungs "
                    "(raw_gpu .. gpu_put) skipped");
   /* The raw and lib_ rungs are the load/store path's exchange in pieces;
-   * through a proxy there is no such exchange to take apart, and lib_put's
-   * waiter polls a word the proxy never adds to (each of its polls ran to
-   * PERF_SPIN_LIMIT_NS: the ladder outlived ginrun's timeout). */
+   * through a proxy gin does not exchange that way, and lib_put's waiter
+   * polls a word the proxy never adds to (each of its polls ran to
+   * PERF_SPIN_LIMIT_NS: the ladder outlived ginrun's timeout). The put
+   * and signal rungs' ratios stay to the raw floor, a load/store ping-pong
+   * where the peer's window is mapped (the host target maps it even with
+   * GIN_BACKEND=proxy). */
   int direct = ((env->dc.path_inline >> (8 * peer)) & 0x7f) == GIN_PATH_DIRECT;
   if (!direct)
     perf_note(env, "ladder: the peer is not reached by load/store: only the "
