@@ -439,7 +439,7 @@ if [ "${MODE:-all}" = check ]; then
   for k in $(seq "${FAULT_REPS:-1}"); do
     sfx=""
     [ "${FAULT_REPS:-1}" != 1 ] && sfx=_$k
-    for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_gate_2 fault_cuda_abort_3}; do
+    for t in ${FAULT_TESTS:-fault_cuda_ep_3 fault_cuda_puts_proxy_2 fault_cuda_puts_direct_2 fault_cuda_devbarrier_3 fault_cuda_late_devbarrier_3 fault_cuda_gate_2 fault_cuda_abort_3}; do
       fault_one build-dev "$t$sfx" "$t"
       [ -n "${FX:-}" ] && fault_one "$FX" "exp_$t$sfx" "$t"
     done
