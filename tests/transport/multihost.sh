@@ -34,8 +34,10 @@ run_job() {
   for r in 0 1 2 3; do
     local ns=$ns0
     [ $r -ge 2 ] && ns=$ns1
-    ip netns exec "$ns" env "$@" RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) \
-      LOCAL_WORLD_SIZE=2 MASTER_ADDR=$addr0 MASTER_PORT=29500 \
+    # GIN_TRANSPORT=auto first (a scenario may override it): what is
+    # checked below is auto's choice, ipc within a host and tcp across.
+    ip netns exec "$ns" env GIN_TRANSPORT=auto "$@" RANK=$r WORLD_SIZE=4 \
+      LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 MASTER_ADDR=$addr0 MASTER_PORT=29500 \
       GIN_TIMEOUT_MS=30000 GIN_DEBUG=INFO GIN_DEBUG_SUBSYS=INIT,NET \
       timeout 120 "${prog[@]}" > "$tmp/$name.$r.log" 2>&1 &
     pids+=($!)
