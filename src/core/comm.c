@@ -690,11 +690,24 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
     return GIN_ERROR(GIN_ERR_INVALID,
                      "rank %d: barrier slot %lld outside [0, %llu) or bad team",
                      r, id, a0);
-  case GIN_DEVERR_TIMEOUT_RING:
+  case GIN_DEVERR_TIMEOUT_RING: {
+    /* The proxy may be held up by another peer than this put's. */
+    int sp;
+    uint64_t sms;
+    const char *tn;
+    if (gin_proxy_stuck(c, &sp, &sms, &tn))
+      return GIN_ERROR(GIN_ERR_TIMEOUT,
+                       "rank %d: no free slot in the proxy ring of context "
+                       "%lld for %llu ms (peer %lld): the proxy was held up "
+                       "%llu ms by peer %d: no room in transport %s to send "
+                       "to it (it takes nothing: stopped, or too slow)",
+                       r, id, a0 / 1000000ull, peer, (unsigned long long)sms,
+                       sp, tn);
     return GIN_ERROR(GIN_ERR_TIMEOUT,
                      "rank %d: no free slot in the proxy ring of context %lld "
                      "for %llu ms (peer %lld): the proxy is stuck or too slow",
                      r, id, a0 / 1000000ull, peer);
+  }
   case GIN_DEVERR_TIMEOUT_FLUSH:
     return GIN_ERROR(GIN_ERR_TIMEOUT,
                      "rank %d: flush of context %lld waited %llu ms for the "

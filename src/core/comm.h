@@ -184,6 +184,12 @@ gin_result_t gin_proxy_attach(gin_comm_t comm);
 void gin_proxy_detach(gin_comm_t comm);
 /* Waits (bounded) until the proxy consumed everything kernels posted. */
 gin_result_t gin_proxy_quiesce(gin_comm_t comm);
+/* Whether a proxy thread of comm waits for a transport's room to send to
+ * a peer, or gave up waiting (the communicator is then failing): 1 with
+ * that peer, the wait in ms (so far, or until it gave up) and the
+ * transport's name (the longest such wait), else 0 and nothing written. */
+int gin_proxy_stuck(gin_comm_t comm, int *peer, uint64_t *ms,
+                    const char **transport);
 gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
                                     uint32_t sig_win, int nsig_total,
                                     uint64_t *counters_host,

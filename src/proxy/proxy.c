@@ -76,6 +76,12 @@ typedef struct proxy_thread {
    * write when `sleeping` says the thread sleeps in poll(). */
   int bell;
   _Alignas(64) uint32_t sleeping;
+  /* Where the thread waits or waited in vain for a transport's room
+   * (proxy_issue_retry): the peer (-1: nowhere), the transport, since
+   * when and, once it gave up, until when (0 while it waits); written by
+   * the thread, read by gin_proxy_stuck. */
+  int stuck_peer, stuck_t;
+  uint64_t stuck_since_ns, stuck_end_ns;
 } proxy_thread_t;
 
 struct gin_proxy {
@@ -236,13 +242,13 @@ static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
 }
 
 /* Hands an operation that transport t had no room for to it again,
- * driving the transport meanwhile (bounded by the timeout). The deadline
- * is only read here, off the per-descriptor path. */
-static gin_result_t proxy_issue_retry(struct gin_proxy *px, int t,
-                                      const gin_xfer_t *x) {
+ * driving the transport meanwhile (bounded by the timeout from `since`).
+ * The deadline is only read here, off the per-descriptor path. */
+static gin_result_t proxy_retry_loop(struct gin_proxy *px, int t,
+                                     const gin_xfer_t *x, uint64_t since) {
   gin_comm_t c = px->comm;
   const gin_transport_ops_t *ops = px->ops[t];
-  uint64_t deadline = gin_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  uint64_t deadline = since + (uint64_t)c->timeout_ms * 1000000ull;
   for (;;) {
     GIN_CHECK(ops->progress(px->state[t]));
     if (gin_comm_aborted_by_(c))
@@ -259,6 +265,54 @@ static gin_result_t proxy_issue_retry(struct gin_proxy *px, int t,
     if (res != GIN_ERR_AGAIN) return res;
     sched_yield(); /* the receiver may need this core to make room */
   }
+}
+
+/* proxy_retry_loop, with the thread's wait on record meanwhile (and
+ * kept if it fails: the communicator is then done): a kernel that times
+ * out on the full ring behind it is told which peer held the proxy up
+ * (gin_proxy_stuck), not only the one it was putting to, even when its
+ * report is formed after the proxy gave up. */
+static gin_result_t proxy_issue_retry(struct gin_proxy *px, proxy_thread_t *th,
+                                      int t, const gin_xfer_t *x) {
+  if (__atomic_load_n(&th->stuck_peer, __ATOMIC_RELAXED) >= 0 &&
+      __atomic_load_n(&th->stuck_end_ns, __ATOMIC_RELAXED))
+    return proxy_retry_loop(px, t, x, gin_now_ns()); /* one on record */
+  uint64_t since = gin_now_ns();
+  __atomic_store_n(&th->stuck_since_ns, since, __ATOMIC_RELAXED);
+  __atomic_store_n(&th->stuck_end_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&th->stuck_t, t, __ATOMIC_RELAXED);
+  __atomic_store_n(&th->stuck_peer, x->peer, __ATOMIC_RELEASE);
+  gin_result_t res = proxy_retry_loop(px, t, x, since);
+  if (res == GIN_SUCCESS)
+    __atomic_store_n(&th->stuck_peer, -1, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n(&th->stuck_end_ns, gin_now_ns(), __ATOMIC_RELEASE);
+  return res;
+}
+
+int gin_proxy_stuck(gin_comm_t c, int *peer, uint64_t *ms,
+                    const char **transport) {
+  struct gin_proxy *px = c->proxy;
+  uint64_t now = gin_now_ns(), longest = 0;
+  int found = 0;
+  for (int i = 0; px && i < px->nthreads; i++) {
+    proxy_thread_t *th = &px->th[i];
+    int p = __atomic_load_n(&th->stuck_peer, __ATOMIC_ACQUIRE);
+    if (p < 0) continue;
+    uint64_t since = __atomic_load_n(&th->stuck_since_ns, __ATOMIC_RELAXED);
+    uint64_t end = __atomic_load_n(&th->stuck_end_ns, __ATOMIC_ACQUIRE);
+    int t = __atomic_load_n(&th->stuck_t, __ATOMIC_RELAXED);
+    uint64_t until = end ? end : now;
+    uint64_t d = until > since ? until - since : 0;
+    if (found && d <= longest) continue;
+    found = 1;
+    longest = d;
+    *peer = p;
+    *transport =
+        t >= 0 && t < GIN_TRANSPORT_MAX && px->ops[t] ? px->ops[t]->name : "?";
+  }
+  if (found) *ms = longest / 1000000ull;
+  return found;
 }
 
 /* Notes a local counter increment of the ring's batch (merged per
@@ -317,7 +371,8 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
       int t = c->transport[x.peer];
       *used |= 1u << t;
       gin_result_t res = px->ops[t]->put(px->state[t], &x);
-      if (res == GIN_ERR_AGAIN) res = proxy_issue_retry(px, t, &x);
+      if (res == GIN_ERR_AGAIN)
+        res = proxy_issue_retry(px, &px->th[r->thread], t, &x);
       if (res == GIN_ERR_ABORTED) { /* by someone else, who said why */
         aborted = 1;
       } else if (res != GIN_SUCCESS) {
@@ -546,6 +601,7 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
     px->th[i].px = px;
     px->th[i].idx = i;
     px->th[i].bell = -1;
+    px->th[i].stuck_peer = -1;
   }
   int64_t nt = param_proxy_threads();
   px->nthreads = nt < 1                   ? 1
