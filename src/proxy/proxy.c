@@ -274,12 +274,11 @@ static gin_result_t proxy_retry_loop(struct gin_proxy *px, int t,
  * report is formed after the proxy gave up. */
 static gin_result_t proxy_issue_retry(struct gin_proxy *px, proxy_thread_t *th,
                                       int t, const gin_xfer_t *x) {
-  if (__atomic_load_n(&th->stuck_peer, __ATOMIC_RELAXED) >= 0 &&
-      __atomic_load_n(&th->stuck_end_ns, __ATOMIC_RELAXED))
-    return proxy_retry_loop(px, t, x, gin_now_ns()); /* one on record */
   uint64_t since = gin_now_ns();
+  /* A wait that failed stays on record (only a failure sets its end). */
+  if (__atomic_load_n(&th->stuck_end_ns, __ATOMIC_RELAXED))
+    return proxy_retry_loop(px, t, x, since);
   __atomic_store_n(&th->stuck_since_ns, since, __ATOMIC_RELAXED);
-  __atomic_store_n(&th->stuck_end_ns, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&th->stuck_t, t, __ATOMIC_RELAXED);
   __atomic_store_n(&th->stuck_peer, x->peer, __ATOMIC_RELEASE);
   gin_result_t res = proxy_retry_loop(px, t, x, since);

@@ -47,7 +47,7 @@ static int where_words_sent(gin_comm_t world, int nranks) {
   TCHECK(gin_devcomm_create(world, NULL, &dc));
   int direct = 1;
   for (int r = 0; r < nranks && r < 8; r++)
-    if (r != 1 && ((dc.path_inline >> (8 * r)) & ~GIN_PATH_NEAR & 0xff) !=
+    if (r != 1 && gin_route_path_((int)(dc.path_inline >> (8 * r)) & 0xff) !=
                       GIN_PATH_DIRECT)
       direct = 0;
   int *all = (int *)calloc((size_t)nranks, sizeof(int));

@@ -57,6 +57,23 @@ static inline void cpu_pause(void) {
 #endif
 }
 
+/* One idle poll of a bounded wait: a pause, after SPIN_BEFORE_YIELD polls
+ * a yield, and every 256th of those a look at the abort word (where there
+ * is one) and the clock (the limit counts from its first read). Returns 0
+ * to poll again, -1 once aborted or past FLOOR_TIMEOUT_MS. */
+static int idle_poll(uint32_t n, uint64_t *t0, const uint64_t *abort_flag) {
+  cpu_pause();
+  if (n < SPIN_BEFORE_YIELD) return 0;
+  sched_yield();
+  if ((n & 255) != 0) return 0;
+  if (abort_flag && __atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return -1;
+  if (*t0 == 0)
+    *t0 = now_ns();
+  else if (now_ns() - *t0 > (uint64_t)FLOOR_TIMEOUT_MS * 1000000u)
+    return -1;
+  return 0;
+}
+
 static void floor_err(const char *what, int err) {
   if (err)
     fprintf(stderr, "gin-perf floors: %s: %s\n", what, strerror(err));
@@ -156,13 +173,7 @@ static ssize_t recv_some(int fd, char *p, size_t n) {
     ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
       return r;
-    cpu_pause();
-    if (k < SPIN_BEFORE_YIELD) continue;
-    sched_yield();
-    if ((k & 255) != 0) continue;
-    if (t0 == 0) {
-      t0 = now_ns();
-    } else if (now_ns() - t0 > (uint64_t)FLOOR_TIMEOUT_MS * 1000000u) {
+    if (idle_poll(k, &t0, NULL) < 0) {
       errno = ETIMEDOUT;
       return -1;
     }
@@ -406,15 +417,7 @@ static int shm_wait(const uint64_t *p, uint64_t want,
   uint64_t t0 = 0;
   for (uint32_t n = 0;; n++) {
     if (__atomic_load_n(p, __ATOMIC_ACQUIRE) >= want) return 0;
-    cpu_pause();
-    if (n < SPIN_BEFORE_YIELD) continue;
-    sched_yield();
-    if ((n & 255) != 0) continue;
-    if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) return -1;
-    if (t0 == 0)
-      t0 = now_ns();
-    else if (now_ns() - t0 > (uint64_t)FLOOR_TIMEOUT_MS * 1000000u)
-      return -1;
+    if (idle_poll(n, &t0, abort_flag) < 0) return -1;
   }
 }
 
@@ -527,15 +530,7 @@ static int relay_poll(int fd, char *lines, int out_k, int in_k, int rounds) {
     }
     if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
       break;
-    cpu_pause();
-    if (n < SPIN_BEFORE_YIELD) continue;
-    sched_yield();
-    if ((n & 255) != 0) continue;
-    if (__atomic_load_n(abort_flag, __ATOMIC_RELAXED)) break;
-    if (t0 == 0)
-      t0 = now_ns();
-    else if (now_ns() - t0 > (uint64_t)FLOOR_TIMEOUT_MS * 1000000u)
-      break;
+    if (idle_poll(n, &t0, abort_flag) < 0) break;
   }
   if (sent == r_total && got == r_total) return 0;
   __atomic_store_n(abort_flag, 1, __ATOMIC_RELAXED);

@@ -494,7 +494,7 @@ void perf_ladder(perf_env_t *env) {
    * scope orders nothing for another GPU's reader); both ranks see the
    * same near bit, so they skip the same rungs. */
   int peer = 1 - env->rank;
-  int near = (env->dc.path_inline >> (8 * peer)) & GIN_PATH_NEAR;
+  int route = perf_route(env, peer), near = route & GIN_PATH_NEAR;
   if (!near)
     perf_note(env, "ladder: the peer is not on this GPU: GPU-scope rungs "
                    "(raw_gpu .. gpu_put) skipped");
@@ -505,7 +505,7 @@ void perf_ladder(perf_env_t *env) {
    * and signal rungs' ratios stay to the raw floor, a load/store ping-pong
    * where the peer's window is mapped (the host target maps it even with
    * GIN_BACKEND=proxy). */
-  int direct = ((env->dc.path_inline >> (8 * peer)) & 0x7f) == GIN_PATH_DIRECT;
+  int direct = gin_route_path_(route) == GIN_PATH_DIRECT;
   if (!direct)
     perf_note(env, "ladder: the peer is not reached by load/store: only the "
                    "API rungs (put, signal) run");

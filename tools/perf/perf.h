@@ -63,6 +63,13 @@ typedef struct perf_env {
   double pp_med[64];
 } perf_env_t;
 
+/* The devcomm's route byte to world rank w (0 or 1): its GIN_PATH_* with
+ * GIN_PATH_NEAR, as device code reads it (gin_route_path_ and
+ * gin_route_direct_ take it apart). */
+static inline int perf_route(const perf_env_t *env, int w) {
+  return (int)((env->dc.path_inline >> (8 * w)) & 0xff);
+}
+
 /* One result. Unused numbers are negative (left empty in CSV/JSON). */
 typedef struct perf_row {
   const char *test, *gran;
