@@ -10,7 +10,9 @@
 # the ranks (rc 124 there). Usage (repository root):
 # OUT=dir [VARIANTS=...] [REPS=n] [CTEST=1] bash scripts/probes/tcp-profile.sh
 # VARIANTS: space-separated name=VAR=value[,VAR=value...], run in turn
-# REPS times (default: idle and busy proxies, three times). CTEST=1 also
+# REPS times (default: idle and busy proxies, three times); an item
+# TASKSET=cpulist runs that variant's ranks (and the floors beside them)
+# under `taskset -c cpulist`. CTEST=1 also
 # times the whole host-target suite (ctest -j 8) once per variant of
 # CTEST_VARIANTS (default: VARIANTS), under the tcp settings exported
 # below (every test forced through proxy+tcp but those that set their own).
@@ -26,11 +28,20 @@ cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGIN_CUDA=OFF >"$OUT/build.l
   cmake --build $B -j "$(nproc)" "${TARGETS[@]}" >>"$OUT/build.log" 2>&1 ||
   { echo "BUILD FAILED"; tail -20 "$OUT/build.log"; exit 1; }
 nproc >"$OUT/nproc.txt"
+# Where cores share caches (the pinned variants' sets are read against it).
+{ lscpu 2>/dev/null
+  for d in /sys/devices/system/cpu/cpu[0-9]*; do
+    echo "$(basename "$d"): smt $(cat "$d/topology/thread_siblings_list" 2>/dev/null)" \
+      "l3 $(cat "$d/cache/index3/shared_cpu_list" 2>/dev/null)"
+  done; } >"$OUT/topology.txt" 2>&1
 export GIN_BACKEND=proxy GIN_TRANSPORT=tcp
 PP=(pingpong -b 8 -e 64 -f 8 -n 10000 -w 1000 --floors)
 run() { # name, env..., (gin-perf args follow PP)
-  local name=$1; shift
-  env "$@" timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host "${PP[@]}" \
+  local name=$1 pre=() envs=() e; shift
+  for e in "$@"; do
+    case $e in TASKSET=*) pre=(taskset -c "${e#TASKSET=}") ;; *) envs+=("$e") ;; esac
+  done
+  env "${envs[@]}" "${pre[@]}" timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host "${PP[@]}" \
     --csv "$OUT/$name.csv" >"$OUT/$name.log" 2>&1
   echo "== $name: rc=$? $(grep -hE 'floor_tcp_pp|floor_tcp_relay|pingpong' "$OUT/$name.log" | awk '{print $2, $4, $5}' | tr '\n' ' ')" |
     tee -a "$OUT/summary.txt"
