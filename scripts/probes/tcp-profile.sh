@@ -12,7 +12,7 @@
 # VARIANTS: space-separated name=VAR=value[,VAR=value...], run in turn
 # REPS times (default: idle and busy proxies, three times); an item
 # TASKSET=cpulist runs that variant's ranks (and the floors beside them)
-# under `taskset -c cpulist`. CTEST=1 also
+# under `taskset -c cpulist` ('+' for the list's commas: 0+2+4). CTEST=1 also
 # times the whole host-target suite (ctest -j 8) once per variant of
 # CTEST_VARIANTS (default: VARIANTS), under the tcp settings exported
 # below (every test forced through proxy+tcp but those that set their own).
@@ -39,7 +39,7 @@ PP=(pingpong -b 8 -e 64 -f 8 -n 10000 -w 1000 --floors)
 run() { # name, env..., (gin-perf args follow PP)
   local name=$1 pre=() envs=() e; shift
   for e in "$@"; do
-    case $e in TASKSET=*) pre=(taskset -c "${e#TASKSET=}") ;; *) envs+=("$e") ;; esac
+    case $e in TASKSET=*) e=${e#TASKSET=} && pre=(taskset -c "${e//+/,}") ;; *) envs+=("$e") ;; esac
   done
   env "${envs[@]}" "${pre[@]}" timeout 60 $B/ginrun -n 2 --timeout 55 $B/gin_perf_host "${PP[@]}" \
     --csv "$OUT/$name.csv" >"$OUT/$name.log" 2>&1

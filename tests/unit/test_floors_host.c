@@ -47,13 +47,21 @@ int main(void) {
   double med = -1, p99 = -1, gbps = -1;
   int rc;
 
-  rc = floor_tcp_pingpong(8, 200, 20, &med, &p99);
+  rc = floor_tcp_pingpong(8, 1, 200, 20, &med, &p99);
   check_latency("tcp ping-pong 8 B", rc, med, p99);
   check_no_child("tcp ping-pong");
   med = p99 = -1;
-  rc = floor_tcp_pingpong(1 << 20, 5, 1, &med, &p99);
+  rc = floor_tcp_pingpong(8, 0, 200, 20, &med, &p99);
+  check_latency("tcp ping-pong 8 B blocking", rc, med, p99);
+  check_no_child("tcp ping-pong blocking");
+  med = p99 = -1;
+  rc = floor_tcp_pingpong(1 << 20, 1, 5, 1, &med, &p99);
   check_latency("tcp ping-pong 1 MiB", rc, med, p99);
   check_no_child("tcp ping-pong 1 MiB");
+  med = p99 = -1;
+  rc = floor_tcp_pingpong(1 << 20, 0, 5, 1, &med, &p99);
+  check_latency("tcp ping-pong 1 MiB blocking", rc, med, p99);
+  check_no_child("tcp ping-pong 1 MiB blocking");
 
   rc = floor_tcp_stream(4096, 4 << 20, &gbps);
   CHECK(rc == 0, "tcp stream failed");
@@ -79,8 +87,10 @@ int main(void) {
 
   /* Bad arguments: refused, outputs untouched, nothing forked. */
   med = p99 = gbps = 7;
-  CHECK(floor_tcp_pingpong(0, 10, 0, &med, &p99) == -1, "bytes 0 accepted");
-  CHECK(floor_tcp_pingpong(8, 0, 0, &med, &p99) == -1, "iters 0 accepted");
+  CHECK(floor_tcp_pingpong(0, 1, 10, 0, &med, &p99) == -1, "bytes 0 accepted");
+  CHECK(floor_tcp_pingpong(8, 0, 0, 0, &med, &p99) == -1, "iters 0 accepted");
+  CHECK(floor_tcp_pingpong(8, 1, 10, -1, &med, &p99) == -1,
+        "warmup -1 accepted");
   CHECK(floor_tcp_stream(8, 0, &gbps) == -1, "total 0 accepted");
   CHECK(floor_shm_pingpong(1, -1, &med, &p99) == -1, "warmup -1 accepted");
   CHECK(floor_tcp_relay(0, 0, &med, &p99) == -1, "relay iters 0 accepted");

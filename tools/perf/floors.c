@@ -168,8 +168,19 @@ void perf_floors_cpu(perf_env_t *env) {
     if (floor_shm_pingpong(env->o.iters, env->o.warmup, &med, &p99) == 0)
       emit_value(env, "floor_shm_pp", 8, med, p99, -1);
     for (size_t n = env->o.b; n <= env->o.e; n = perf_next_size(n, env->o.f)) {
-      if (floor_tcp_pingpong(n, env->o.iters, env->o.warmup, &med, &p99) == 0)
+      if (floor_tcp_pingpong(n, 1, env->o.iters, env->o.warmup, &med, &p99) ==
+          0) {
         emit_value(env, "floor_tcp_pp", n, med, p99, -1);
+        if (env->ntcp < 64) {
+          env->tcp_bytes[env->ntcp] = n;
+          env->tcp_us[env->ntcp++] = med;
+        }
+      }
+      /* An ordinary receiver, asleep in recv: what netperf's TCP_RR
+       * measures, and what a user's own socket ping-pong gets. */
+      if (floor_tcp_pingpong(n, 0, env->o.iters, env->o.warmup, &med, &p99) ==
+          0)
+        emit_value(env, "floor_tcp_pp_block", n, med, p99, -1);
     }
     /* Its four processes spin: with fewer than 8 usable cores they take
      * scheduler turns (milliseconds a trip), so a few trips only, noted

@@ -35,12 +35,6 @@
 #define SPIN_BEFORE_YIELD 4096       /* polls before the poller yields */
 #define SHM_LINE 64                  /* flags live on separate lines */
 
-/* 1: receivers busy-poll the socket (the floor of a polling proxy);
- * 0: they block in recv (what an interrupt-driven receiver gets). */
-#ifndef FLOOR_TCP_POLL
-#define FLOOR_TCP_POLL 1
-#endif
-
 /* ------------------------------------------------------------- helpers */
 
 static uint64_t now_ns(void) {
@@ -145,6 +139,7 @@ typedef struct tcp_job {
   char *buf;
   size_t bytes, total;
   int rounds;
+  int poll;    /* receivers busy-poll the socket (1) or block in recv (0) */
   char *lines; /* the relay's shared lines (MAP_SHARED), or NULL */
 } tcp_job_t;
 
@@ -164,31 +159,26 @@ static int send_all(int fd, const char *p, size_t n) {
 }
 
 /* Receives what the socket has, at least 1 byte: busy-polls (like gin's
- * proxy) with FLOOR_TCP_POLL, else blocks; at most FLOOR_TIMEOUT_MS.
- * Returns the count, 0 at end of stream, or -1 with errno. */
-static ssize_t recv_some(int fd, char *p, size_t n) {
-#if FLOOR_TCP_POLL
+ * proxy) where poll, else sleeps in recv (bounded by the socket's receive
+ * timeout); at most FLOOR_TIMEOUT_MS either way. Returns the count, 0 at
+ * end of stream, or -1 with errno. */
+static ssize_t recv_some(int fd, char *p, size_t n, int poll) {
   uint64_t t0 = 0;
   for (uint32_t k = 0;; k++) {
-    ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+    ssize_t r = recv(fd, p, n, poll ? MSG_DONTWAIT : 0);
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
       return r;
-    if (idle_poll(k, &t0, NULL) < 0) {
+    if (!poll && errno != EINTR) return -1; /* the receive timeout */
+    if (poll && idle_poll(k, &t0, NULL) < 0) {
       errno = ETIMEDOUT;
       return -1;
     }
   }
-#else
-  for (;;) {
-    ssize_t r = recv(fd, p, n, 0);
-    if (r >= 0 || errno != EINTR) return r;
-  }
-#endif
 }
 
-static int recv_all(int fd, char *p, size_t n) {
+static int recv_all(int fd, char *p, size_t n, int poll) {
   while (n > 0) {
-    ssize_t r = recv_some(fd, p, n);
+    ssize_t r = recv_some(fd, p, n, poll);
     if (r == 0) errno = 0;
     if (r <= 0) return -1;
     p += r;
@@ -291,7 +281,7 @@ err_close_listener:
 /* Ping-pong child: answer each message of job->bytes with one of its own. */
 static int pingpong_child(int fd, const tcp_job_t *job) {
   for (int i = 0; i < job->rounds; i++)
-    if (recv_all(fd, job->buf, job->bytes) < 0 ||
+    if (recv_all(fd, job->buf, job->bytes, job->poll) < 0 ||
         send_all(fd, job->buf, job->bytes) < 0) {
       child_err("ping-pong: send/recv failed");
       return -1;
@@ -299,8 +289,8 @@ static int pingpong_child(int fd, const tcp_job_t *job) {
   return 0;
 }
 
-int floor_tcp_pingpong(size_t bytes, int iters, int warmup, double *median_us,
-                       double *p99_us) {
+int floor_tcp_pingpong(size_t bytes, int poll, int iters, int warmup,
+                       double *median_us, double *p99_us) {
   if (bytes < 1 || iters < 1 || warmup < 0 || !median_us || !p99_us) {
     floor_err("tcp ping-pong: need bytes >= 1, iters >= 1, warmup >= 0", 0);
     return -1;
@@ -311,6 +301,7 @@ int floor_tcp_pingpong(size_t bytes, int iters, int warmup, double *median_us,
   job.bytes = bytes;
   job.total = 0;
   job.rounds = warmup + iters;
+  job.poll = poll != 0;
   job.buf = (char *)malloc(bytes);
   double *s = (double *)malloc(sizeof(double) * (size_t)iters);
   if (!job.buf || !s) {
@@ -321,7 +312,8 @@ int floor_tcp_pingpong(size_t bytes, int iters, int warmup, double *median_us,
   if (tcp_pair(pingpong_child, &job, &pid, &fd) < 0) goto out_free;
   for (int i = 0; i < warmup + iters; i++) {
     uint64_t t0 = now_ns();
-    if (send_all(fd, job.buf, bytes) < 0 || recv_all(fd, job.buf, bytes) < 0) {
+    if (send_all(fd, job.buf, bytes) < 0 ||
+        recv_all(fd, job.buf, bytes, job.poll) < 0) {
       floor_err("tcp ping-pong: send/recv", errno ? errno : ECONNRESET);
       close(fd);
       reap(pid, 1);
@@ -344,13 +336,13 @@ out_free:
 static int stream_child(int fd, const tcp_job_t *job) {
   char c;
   for (int r = 0; r < job->rounds; r++) {
-    if (recv_all(fd, &c, 1) < 0) goto err;
+    if (recv_all(fd, &c, 1, 1) < 0) goto err;
     for (size_t left = job->total; left > 0;) {
       size_t n = left < job->bytes ? left : job->bytes;
       if (send_all(fd, job->buf, n) < 0) goto err;
       left -= n;
     }
-    if (recv_all(fd, &c, 1) < 0) goto err;
+    if (recv_all(fd, &c, 1, 1) < 0) goto err;
   }
   return 0;
 err:
@@ -371,6 +363,7 @@ int floor_tcp_stream(size_t bytes, size_t total, double *gbps) {
   job.bytes = bytes;
   job.total = total;
   job.rounds = 2; /* one untimed round warms the connection */
+  job.poll = 1;
   job.buf = (char *)malloc(rx);
   if (!job.buf) {
     floor_err("tcp stream: out of memory", 0);
@@ -383,7 +376,7 @@ int floor_tcp_stream(size_t bytes, size_t total, double *gbps) {
     uint64_t t0 = now_ns();
     if (send_all(fd, &c, 1) < 0) goto err_io;
     for (size_t left = total; left > 0;) {
-      ssize_t n = recv_some(fd, job.buf, left < rx ? left : rx);
+      ssize_t n = recv_some(fd, job.buf, left < rx ? left : rx, 1);
       if (n <= 0) {
         if (n == 0) errno = ECONNRESET;
         goto err_io;

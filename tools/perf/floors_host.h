@@ -29,18 +29,19 @@ extern "C" {
 /*
  * Raw TCP ping-pong over 127.0.0.1 with a forked child: this process sends
  * `bytes` bytes, the child receives them all and sends `bytes` bytes back.
- * TCP_NODELAY on both ends; receivers busy-poll the socket (non-blocking
- * recv, a pause, a yield after a while) as gin's proxy does, since a
- * receiver that sleeps in recv pays a wake-up per message; sends block
- * with a 10 s timeout. `warmup` untimed round trips, then `iters` timed
- * ones.
+ * TCP_NODELAY on both ends; sends block with a 10 s timeout. With `poll`
+ * the receivers busy-poll the socket (non-blocking recv, a pause, a yield
+ * after a while) as gin's proxy does: the strict floor. Without it they
+ * sleep in recv and pay a wake-up per message, as an ordinary receiver
+ * does (netperf's TCP_RR, qperf's tcp_lat). `warmup` untimed round trips,
+ * then `iters` timed ones.
  *
  * bytes >= 1, iters >= 1, warmup >= 0. On success writes the median and the
  * 99th percentile round trip in microseconds to *median_us and *p99_us and
  * returns 0; on failure returns -1 (message on stderr), outputs untouched.
  */
-int floor_tcp_pingpong(size_t bytes, int iters, int warmup, double *median_us,
-                       double *p99_us);
+int floor_tcp_pingpong(size_t bytes, int poll, int iters, int warmup,
+                       double *median_us, double *p99_us);
 
 /*
  * Raw TCP one-way stream over 127.0.0.1: after a 1-byte go from this

@@ -457,6 +457,22 @@ static void lat_launches(perf_env_t *env, int v, size_t bytes, double *med,
   peer_launch_medians(fm, fp, n, floor, &fp99);
 }
 
+/* Through the proxy and tcp (GIN_BACKEND=proxy GIN_TRANSPORT=tcp) with
+ * --floors: the raw TCP ping-pong of the same size measured in this run
+ * (rank 0's), named in *name; else -1. */
+static double lat_tcp_floor(const perf_env_t *env, size_t bytes,
+                            const char **name) {
+  if (strcmp(env->path, "proxy-tcp") != 0 ||
+      gin_route_direct_(perf_route(env, 1 - env->rank)))
+    return -1;
+  for (int i = 0; i < env->ntcp; i++)
+    if (env->tcp_bytes[i] == bytes) {
+      *name = "raw_tcp_pingpong";
+      return env->tcp_us[i];
+    }
+  return -1;
+}
+
 static void lat_sweep(perf_env_t *env, const char *test, int v) {
   ensure_raw_floor(env);
   for (size_t bytes = env->o.b; bytes <= env->o.e;
@@ -471,6 +487,8 @@ static void lat_sweep(perf_env_t *env, const char *test, int v) {
     r.median_us = med;
     r.p99_us = p99;
     r.floor = "raw_flag_pingpong";
+    double tcp = lat_tcp_floor(env, bytes, &r.floor);
+    if (tcp > 0) floor = tcp;
     r.floor_value = floor;
     r.ratio = floor > 0 ? med / floor : -1;
     perf_emit(env, &r);

@@ -58,7 +58,10 @@ typedef struct perf_env {
   int raw_floor_done;  /* the same on both ranks */
   double raw_floor_us; /* raw flag ping-pong, once measured (rank 0) */
   double hostflag_us;  /* GPU <-> pinned host flag, once measured */
-  int npp;             /* gin ping-pong medians by size, for ratios */
+  int ntcp; /* --floors: raw TCP ping-pong (polling) medians by size */
+  size_t tcp_bytes[64];
+  double tcp_us[64];
+  int npp; /* gin ping-pong medians by size, for ratios */
   size_t pp_bytes[64];
   double pp_med[64];
 } perf_env_t;
