@@ -15,7 +15,8 @@
  * sched_yield, a cache-line round trip between two threads (ns each).
  * The relay spins four threads: it needs four free cores (on two it runs
  * by scheduler slices, milliseconds a trip).
- * Usage: tcp_parts [iters [rounds]] (defaults 20000, 3). Build:
+ * Usage: tcp_parts [iters [rounds [modes]]] (defaults 20000, 3, all):
+ * modes names those to run, e.g. "poll" or "block,poll,parts". Build:
  * cc -O2 -pthread -o tcp_parts scripts/probes/tcp_parts.c
  */
 #define _GNU_SOURCE
@@ -244,8 +245,9 @@ static double line_rtt_ns(uint64_t n) {
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 20000;
   int rounds = argc > 2 ? atoi(argv[2]) : 3;
+  const char *modes = argc > 3 ? argv[3] : "block,poll,relay,parts";
   if (iters < 10 || rounds < 1) {
-    fprintf(stderr, "usage: tcp_parts [iters >= 10 [rounds >= 1]]\n");
+    fprintf(stderr, "usage: tcp_parts [iters >= 10 [rounds >= 1 [modes]]]\n");
     return 2;
   }
   uint64_t *s = (uint64_t *)malloc(sizeof *s * (size_t)iters);
@@ -255,6 +257,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < rounds; k++) {
     printf("round %d:", k + 1);
     for (int m = 0; m < NMODES; m++) {
+      if (!strstr(modes, names[m])) continue;
       memset(cost, 0, sizeof cost);
       double us = pair(m, iters, s);
       printf(" %s %.3f (send %.0f ns, recv with data %.0f ns)", names[m], us,
@@ -264,9 +267,10 @@ int main(int argc, char **argv) {
     printf("\n");
     fflush(stdout);
   }
-  printf("parts: empty recv %.0f ns, sched_yield %.0f ns, cache-line round "
-         "trip %.0f ns\n",
-         empty_recv_ns(100000), yield_ns(100000), line_rtt_ns(1000000));
+  if (strstr(modes, "parts"))
+    printf("parts: empty recv %.0f ns, sched_yield %.0f ns, cache-line round "
+           "trip %.0f ns\n",
+           empty_recv_ns(100000), yield_ns(100000), line_rtt_ns(1000000));
   free(s);
   return 0;
 }
