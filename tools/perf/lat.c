@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perf/floors_host.h"
 #include "perf/peer_common.h"
 #include "perf/perf.h"
 
@@ -431,46 +432,60 @@ static void ensure_raw_floor(perf_env_t *env) {
   perf_emit(env, &r);
 }
 
+/* Whether the ping-pong goes through the proxy and tcp (GIN_BACKEND=proxy
+ * GIN_TRANSPORT=tcp): its floor is then the raw TCP ping-pong. */
+static int lat_tcp_path(const perf_env_t *env) {
+  return strcmp(env->path, "proxy-tcp") == 0 &&
+         !gin_route_direct_(perf_route(env, 1 - env->rank));
+}
+
+/* With --floors on the tcp path: the raw TCP ping-pong of the same size
+ * measured in this run (rank 0's); else -1. */
+static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
+  if (!lat_tcp_path(env)) return -1;
+  for (int i = 0; i < env->ntcp; i++)
+    if (env->tcp_bytes[i] == bytes) return env->tcp_us[i];
+  return -1;
+}
+
 /* --launches L > 1: L kernels of variant v at `bytes`, each after a raw
  * floor kernel (its own launch, as ensure_raw_floor's): the medians over
  * the launches of their medians and p99s, and of the floors' medians.
  * Between single launches the floor moved 1.5-2.2 us (fourteenth
  * session) with no code changed; one suspect is where the two ranks'
- * blocks land on the GPU, so every launch's SMs are printed. */
+ * blocks land on the GPU, so every launch's SMs are printed. On the tcp
+ * path the floor before each launch is rank 0's raw TCP ping-pong of the
+ * same size: on the 16-core host the two moved together by 1-4 us within
+ * a minute (twenty-second session), so each pair is measured close in
+ * time. */
 static void lat_launches(perf_env_t *env, int v, size_t bytes, double *med,
                          double *p99, double *floor) {
-  int n = env->o.launches;
+  int n = env->o.launches, tcp = lat_tcp_path(env);
   double gm[PEER_MAX_LAUNCHES], gp[PEER_MAX_LAUNCHES], fm[PEER_MAX_LAUNCHES],
       fp[PEER_MAX_LAUNCHES], fp99;
   for (int k = 0; k < n; k++) {
-    unsigned sm[2], all[4];
-    lat_run_issue(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &fm[k], &fp[k], NULL,
-                  &sm[0]);
+    unsigned sm[2] = {0, 0}, all[4];
+    fm[k] = fp[k] = 0;
+    if (!tcp)
+      lat_run_issue(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &fm[k], &fp[k], NULL,
+                    &sm[0]);
+    else if (env->rank == 0 &&
+             floor_tcp_pingpong(bytes, 1, env->o.iters, env->o.warmup, &fm[k],
+                                &fp[k]) != 0)
+      exit(1); /* it said why */
     lat_run_issue(env, v, env->o.coop, bytes, &gm[k], &gp[k], NULL, &sm[1]);
     PERF_CHECK(gin_comm_allgather(env->comm, sm, all, sizeof sm));
-    perf_note(env,
-              "launch %d, %zu B: floor %.3f us (SMs %u, %u), gin %.3f us "
-              "(SMs %u, %u)",
-              k, bytes, fm[k], all[0], all[2], gm[k], all[1], all[3]);
+    if (tcp)
+      perf_note(env, "launch %d, %zu B: raw tcp %.3f us, gin %.3f us (%.3f x)",
+                k, bytes, fm[k], gm[k], fm[k] > 0 ? gm[k] / fm[k] : -1.0);
+    else
+      perf_note(env,
+                "launch %d, %zu B: floor %.3f us (SMs %u, %u), gin %.3f us "
+                "(SMs %u, %u)",
+                k, bytes, fm[k], all[0], all[2], gm[k], all[1], all[3]);
   }
   peer_launch_medians(gm, gp, n, med, p99);
   peer_launch_medians(fm, fp, n, floor, &fp99);
-}
-
-/* Through the proxy and tcp (GIN_BACKEND=proxy GIN_TRANSPORT=tcp) with
- * --floors: the raw TCP ping-pong of the same size measured in this run
- * (rank 0's), named in *name; else -1. */
-static double lat_tcp_floor(const perf_env_t *env, size_t bytes,
-                            const char **name) {
-  if (strcmp(env->path, "proxy-tcp") != 0 ||
-      gin_route_direct_(perf_route(env, 1 - env->rank)))
-    return -1;
-  for (int i = 0; i < env->ntcp; i++)
-    if (env->tcp_bytes[i] == bytes) {
-      *name = "raw_tcp_pingpong";
-      return env->tcp_us[i];
-    }
-  return -1;
 }
 
 static void lat_sweep(perf_env_t *env, const char *test, int v) {
@@ -487,8 +502,10 @@ static void lat_sweep(perf_env_t *env, const char *test, int v) {
     r.median_us = med;
     r.p99_us = p99;
     r.floor = "raw_flag_pingpong";
-    double tcp = lat_tcp_floor(env, bytes, &r.floor);
-    if (tcp > 0) floor = tcp;
+    double tcp = lat_tcp_floor(env, bytes);
+    if (tcp > 0 && env->o.launches <= 1) floor = tcp;
+    if (lat_tcp_path(env) && (tcp > 0 || env->o.launches > 1))
+      r.floor = "raw_tcp_pingpong";
     r.floor_value = floor;
     r.ratio = floor > 0 ? med / floor : -1;
     perf_emit(env, &r);
