@@ -4,6 +4,8 @@
 # its rows. Every pingpong row's floor_value must be the median of the
 # floors its `# launch` lines printed for that size, and its median the
 # median of their gin times (3 launches a size), both within rounding.
+# The floor is the raw flag's ("floor X us") or, through proxy+tcp, the
+# raw TCP ping-pong's ("raw tcp X us").
 out=$1 csv=$2 want=${3:-3}
 awk -v want="$want" '
   function med3(a, b, c) { return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b)) }
@@ -11,7 +13,7 @@ awk -v want="$want" '
     if ($0 ~ /# launch /) {
       for (i = 1; i <= NF; i++) {
         if ($i == "B:") size = $(i - 1)
-        if ($i == "floor") fl = $(i + 1)
+        if ($i == "floor" || ($i == "tcp" && $(i - 1) == "raw")) fl = $(i + 1)
         if ($i == "gin") g = $(i + 1)
       }
       n[size]++; f[size, n[size]] = fl; gt[size, n[size]] = g
