@@ -452,7 +452,7 @@ GIN_KERNEL(k_barrier, args_t) {
                                    GIN_COOP_THREAD));
     uint64_t t0 = gin_time_ns();
     while (gin_time_ns() - t0 < (uint64_t)dc->rank * 200000ull)
-      gin_spin_pause(64);
+      gin_spin_pause(UINT32_MAX); /* yields on the host target */
     note_rc(&args, gin_barrier(dc, team, 2, GIN_COOP_THREAD));
     for (int p = 0; p < team.size; p++) {
       int w = gin_team_world_rank(team, p);

@@ -27,8 +27,7 @@ static void expect_bytes(const char *what, const uint8_t *buf, size_t len,
 int main(void) {
   static const uint8_t b16[] = {0x34, 0x12};
   static const uint8_t b32[] = {0x78, 0x56, 0x34, 0x12};
-  static const uint8_t b64[] = {0xef, 0xcd, 0xab, 0x89,
-                                0x67, 0x45, 0x23, 0x01};
+  static const uint8_t b64[] = {0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01};
   uint8_t buf[24];
   for (size_t at = 0; at < 9; at++) { /* every alignment */
     memset(buf, 0xee, sizeof buf);
@@ -42,8 +41,7 @@ int main(void) {
     memset(buf, 0xee, sizeof buf);
     gin_le_put64(buf + at, 0x0123456789abcdefull);
     expect_bytes("put64", buf, sizeof buf, at, b64, 8);
-    CHECK(gin_le_get64(buf + at) == 0x0123456789abcdefull, "get64 at %zu",
-          at);
+    CHECK(gin_le_get64(buf + at) == 0x0123456789abcdefull, "get64 at %zu", at);
   }
   /* The extremes round-trip (no sign or width loss in the byte loops). */
   memset(buf, 0, sizeof buf);

@@ -386,12 +386,20 @@ GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 GIN_DEVICE_FN uint64_t gin_cycles(void) { return gin_time_ns(); }
-/* Polls of a wait before it starts yielding its core (host target). */
+/* Polls of a wait before it starts yielding its core (host target), at
+ * least: 64 where ranks may outnumber the cores; gin_comm_init sets it
+ * from GIN_HOST_SPINS or the cores this process may run on (arch_host.c)
+ * for the process. Read relaxed: any value seen is a valid one. */
 #define GIN_SPIN_YIELD_AFTER 64
+extern uint32_t gin_host_spins_;
+GIN_DEVICE_FN uint32_t gin_spin_yield_after(void) {
+  return __atomic_load_n(&gin_host_spins_, __ATOMIC_RELAXED);
+}
 /* Ranks of the host target are processes that may outnumber the cores:
- * a waiter gives its core away instead of spinning it. */
+ * past gin_spin_yield_after() polls a waiter gives its core away at each
+ * poll instead of spinning it. */
 GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
-  if (iter >= GIN_SPIN_YIELD_AFTER) sched_yield();
+  if (iter >= gin_spin_yield_after()) sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
   else
     __builtin_ia32_pause();
@@ -405,7 +413,7 @@ GIN_DEVICE_FN void gin_spin_pause(uint32_t iter) {
  * costs a scheduler slice then, and on a loaded machine 256 of them took
  * tens of milliseconds to seconds before an abort was seen). */
 GIN_DEVICE_FN int gin_spin_check_due(uint32_t iter) {
-  return iter >= GIN_SPIN_YIELD_AFTER || (iter & 255) == 255;
+  return (iter & 255) == 255 || iter >= gin_spin_yield_after();
 }
 #endif
 
