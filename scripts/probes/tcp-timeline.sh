@@ -8,7 +8,8 @@
 # applied after timeline.patch; "base:" is the tree as it is), run in turn
 # ROUNDS times.
 # Usage (repository root):
-# OUT=dir [CONFIGS="base: x:file.patch:VAR=1"] [ROUNDS=3] [N=20000] bash scripts/probes/tcp-timeline.sh
+# OUT=dir [CONFIGS="base: x:file.patch:VAR=1"] [ROUNDS=3] [N=20000] [KEEP_TL=1] bash scripts/probes/tcp-timeline.sh
+# (KEEP_TL=1 keeps the stamps, tl.0 and tl.1, beside each run's steps)
 set -u
 OUT=${OUT:-$PWD/tcp-timeline}
 CONFIGS=${CONFIGS:-"base:"}
@@ -46,6 +47,7 @@ for k in $(seq "$ROUNDS"); do
       b/ginrun -n 2 --timeout 110 b/gin_perf_host pingpong -b 8 -e 8 -n "$N" -w 2000 >"$d/gin.log" 2>&1)
     echo "== $name round $k: rc=$? $(grep -E '^\[0\] pingpong ' "$d/gin.log" | awk '{print "gin", $5, "us"}')"
     python3 "$A" "$d" 2000 | tee "$d/steps.txt"
+    [ "${KEEP_TL:-0}" = 1 ] || rm -f "$d"/tl.[01] # ~1 MB a rank
     echo "raw polling TCP: $(timeout 60 "$t/b/tcp_parts" 10000 1 poll | awk '/poll/ {print $4, "us, send", $6, "ns, recv with data", $11, "ns"}')"
   done
 done 2>&1 | tee "$OUT/summary.txt"
