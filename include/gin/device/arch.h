@@ -385,23 +385,7 @@ GIN_DEVICE_FN uint64_t gin_time_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-/* A free-running counter for timing loops, as clock64 on the GPU: the
- * caller converts it by measuring it against gin_time_ns over the whole
- * loop. The time-stamp counter where there is one: a clock_gettime is a
- * call that cost ~100 ns or more on the device machine's VM (twenty-
- * second session), and gin-perf's host-target loop reads it on the round
- * trip's path. */
-#if defined(__x86_64__) || defined(__i386__)
-GIN_DEVICE_FN uint64_t gin_cycles(void) { return __builtin_ia32_rdtsc(); }
-#elif defined(__aarch64__)
-GIN_DEVICE_FN uint64_t gin_cycles(void) {
-  uint64_t v;
-  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-  return v;
-}
-#else
 GIN_DEVICE_FN uint64_t gin_cycles(void) { return gin_time_ns(); }
-#endif
 /* Polls of a wait before it starts yielding its core (host target), at
  * least: 64 where ranks may outnumber the cores; gin_comm_init sets it
  * from GIN_HOST_SPINS or the cores this process may run on (arch_host.c)
