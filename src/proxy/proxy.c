@@ -59,6 +59,8 @@ GIN_PARAM_STR(param_proxy_cpus, "PROXY_CPUS", "auto",
 #define PROXY_SLEEP_MS 10
 /* How often within a batch the abort words are read again. */
 #define PROXY_ABORT_EVERY 32
+/* How many slots ahead of the one it reads a draining thread prefetches. */
+#define PROXY_PREFETCH 8
 
 /* One proxy thread and the rings it serves, on cache lines of its own.
  * `lock` guards `rings`: the thread takes it for each pass over them, ring
@@ -140,27 +142,41 @@ static void proxy_record_transport(struct gin_proxy *px, int t,
                peer, id, a0, 0, full);
 }
 
-/* Checks window handle `v` (packed) with [off, off+bytes) against the
- * table; on failure writes why into msg. */
-static int win_ok(gin_comm_t c, uint32_t v, uint64_t off, uint64_t bytes,
-                  const char *what, char *msg, size_t len) {
+/* Why window handle `v` (packed) with [off, off+bytes) fails the table,
+ * into msg (win_ok's slow path: off the per-descriptor one). */
+static __attribute__((noinline, cold)) int win_bad(gin_comm_t c, uint32_t v,
+                                                   uint64_t off, uint64_t bytes,
+                                                   const char *what, char *msg,
+                                                   size_t len) {
   uint32_t idx = GIN_DESC_WIN_IDX(v), gen = GIN_DESC_WIN_GEN(v);
   if (idx >= c->max_windows ||
       !__atomic_load_n(&c->wins[idx].live, __ATOMIC_ACQUIRE) ||
-      (__atomic_load_n(&c->wins[idx].gen, __ATOMIC_ACQUIRE) & 0xffffu) != gen) {
+      (__atomic_load_n(&c->wins[idx].gen, __ATOMIC_ACQUIRE) & 0xffffu) != gen)
     snprintf(msg, len, "%s window {idx %u, gen %u} is not registered", what,
              idx, gen);
-    return 0;
-  }
-  uint64_t size = c->wins[idx].size;
-  if (off > size || bytes > size - off) {
+  else
     snprintf(msg, len,
              "%s offset %llu + %llu bytes is outside window %u of %llu bytes",
              what, (unsigned long long)off, (unsigned long long)bytes, idx,
-             (unsigned long long)size);
-    return 0;
-  }
-  return 1;
+             (unsigned long long)c->wins[idx].size);
+  return 0;
+}
+
+/* Checks window handle `v` (packed) with [off, off+bytes) against the
+ * table; on failure writes why into msg. */
+static inline int win_ok(gin_comm_t c, uint32_t v, uint64_t off, uint64_t bytes,
+                         const char *what, char *msg, size_t len) {
+  uint32_t idx = GIN_DESC_WIN_IDX(v);
+  if (__builtin_expect(idx >= c->max_windows, 0))
+    return win_bad(c, v, off, bytes, what, msg, len);
+  const gin_win_slot_t *w = &c->wins[idx];
+  if (__builtin_expect(__atomic_load_n(&w->live, __ATOMIC_ACQUIRE) &&
+                           (__atomic_load_n(&w->gen, __ATOMIC_ACQUIRE) &
+                            0xffffu) == GIN_DESC_WIN_GEN(v) &&
+                           off <= w->size && bytes <= w->size - off,
+                       1))
+    return 1;
+  return win_bad(c, v, off, bytes, what, msg, len);
 }
 
 /* Validates a descriptor copy; fills the transfer. 0 and msg if bad. */
@@ -345,26 +361,40 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
                       int *failed) {
   gin_comm_t c = px->comm;
   int n = 0, aborted = *failed;
-  for (; n < r->batch && ring_next_ready(r); n++) {
-    gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
+  /* In locals: the transports' calls would make the compiler reload them
+   * from *r after each descriptor. */
+  const gin_desc_t *slots = r->slots;
+  const uint64_t mask = r->size - 1;
+  const int shift = r->lap_shift, batch = r->batch;
+  uint64_t next = r->next;
+  for (; n < batch; n++, next++) {
+    const gin_desc_t *slot = &slots[next & mask];
+    if (__atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) !=
+        (uint32_t)(next >> shift) + 1)
+      break; /* not published yet (ring_next_ready) */
+    /* A line a few slots on, written by now under load (on the cuda
+     * target each slot is a fresh line the GPU wrote across PCIe). */
+    __builtin_prefetch(&slots[(next + PROXY_PREFETCH) & mask]);
     if (n % PROXY_ABORT_EVERY == 0 && !aborted)
       aborted = gin_comm_aborted_by_(c) != 0;
-    gin_desc_t d = *slot;
+    /* A copy: the device could rewrite the slot after it was checked. */
+    gin_desc_t d;
+    memcpy(&d, slot, sizeof d);
     gin_xfer_t x;
     char msg[200];
     if (px->trace)
       gin_log(GIN_LOG_TRACE, GIN_SUB_PROXY, __FILE__, __LINE__,
               "rank %d: context %d descriptor %llu: op %u peer %d signal %d "
               "(action %u, value %llu) %llu bytes",
-              c->rank, r->ctx, (unsigned long long)r->next, d.op, d.peer,
-              d.signal, d.remote, (unsigned long long)d.signal_value,
+              c->rank, r->ctx, (unsigned long long)next, d.op, d.peer, d.signal,
+              d.remote, (unsigned long long)d.signal_value,
               (unsigned long long)d.bytes);
     if (!desc_check(c, r, &d, &x, msg, sizeof msg)) {
       char full[256];
       snprintf(full, sizeof full,
                "proxy rejected descriptor %llu of context %d: %s",
-               (unsigned long long)r->next, r->ctx, msg);
-      proxy_record(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, r->next, 0, full);
+               (unsigned long long)next, r->ctx, msg);
+      proxy_record(c, GIN_DEVERR_BAD_DESC, d.peer, r->ctx, next, 0, full);
       aborted = *failed = 1;
     } else if (!aborted) {
       int t = c->transport[x.peer];
@@ -375,14 +405,14 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
       if (res == GIN_ERR_ABORTED) { /* by someone else, who said why */
         aborted = 1;
       } else if (res != GIN_SUCCESS) {
-        proxy_record_transport(px, t, res, x.peer, r->ctx, r->next);
+        proxy_record_transport(px, t, res, x.peer, r->ctx, next);
         aborted = *failed = 1;
       } else if (d.local == GIN_LOCAL_COUNTER_INC) {
         counters_note(r, d.counter);
       }
     }
-    r->next++;
   }
+  r->next = next;
   r->pending = n;
   return n;
 }
