@@ -455,9 +455,9 @@ static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
  * session) with no code changed; one suspect is where the two ranks'
  * blocks land on the GPU, so every launch's SMs are printed. On the tcp
  * path the floor before each launch is rank 0's raw TCP ping-pong of the
- * same size: on the 16-core host the two moved together by 1-4 us within
- * a minute (twenty-second session), so each pair is measured close in
- * time. */
+ * same size, so each pair is measured close in time: on the 16-core host
+ * that floor moved 6.6-10.4 us from run to run (twenty-second session;
+ * within one run of 21 pairs 7.6-10.4 us while gin's stayed 10.5-12.6). */
 static void lat_launches(perf_env_t *env, int v, size_t bytes, double *med,
                          double *p99, double *floor) {
   int n = env->o.launches, tcp = lat_tcp_path(env);
