@@ -22,6 +22,7 @@ build .
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log NCCL_NVLS_ENABLE=0
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d
+trap 'echo quit | nvidia-cuda-mps-control' EXIT
 for k in $(seq "$ROUNDS"); do
   for t in $OLD .; do
     for th in 1 4; do
@@ -33,4 +34,3 @@ for k in $(seq "$ROUNDS"); do
     done
   done
 done
-echo quit | nvidia-cuda-mps-control

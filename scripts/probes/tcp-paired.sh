@@ -24,7 +24,7 @@ for k in $(seq "$RUNS"); do
       -b 8 -e 64 -f 8 -n 10000 -w 1000 --launches "$L" --csv "$OUT/$name.csv" >"$OUT/$name.log" 2>&1
     rc=$?
     # Per-launch ratios of the 8-byte pairs: min, median, max.
-    r=$(grep '# launch .*, 8 B:' "$OUT/$name.log" | sed 's/.*(\([0-9.]*\) x)/\1/' | sort -n |
+    r=$(grep '# launch .*, 8 B:' "$OUT/$name.log" | sed 's/.*(\([-0-9.]*\) x)/\1/' | sort -n |
       awk '{a[NR] = $1} END {if (NR) printf "%d pairs: min %.3f median %.3f max %.3f", NR, a[1], a[int((NR + 1) / 2)], a[NR]}')
     echo "== $name: rc=$rc rows: $(grep -E '^\[0\] pingpong ' "$OUT/$name.log" | awk '{print $4 " B " $5 " us " $9 " x"}' | tr '\n' ' ') 8 B $r" |
       tee -a "$OUT/summary.txt"

@@ -19,7 +19,8 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 SRC=$PWD
 A=$SRC/docs/perf/2026-12-04f/tl_analyze.py
 # Builds the tree with timeline.patch and the patches in $1 ('+'-separated)
-# once, in /tmp; prints its directory.
+# once per invocation, in /tmp; prints its directory.
+rm -rf /tmp/gin-tl-*
 tree() {
   local key=${1:-none} t p
   t=/tmp/gin-tl-${key//[^A-Za-z0-9]/_}
@@ -27,7 +28,8 @@ tree() {
     rm -rf "$t" && mkdir -p "$t" &&
       (cd "$SRC" && tar cf - --exclude='./build*' .) | tar xf - -C "$t" || return 1
     for p in docs/perf/2026-12-04f/timeline.patch ${1//+/ }; do
-      (cd "$t" && patch -p1 <"$SRC/$p") >>"$OUT/patch.log" 2>&1 || { echo "PATCH $p FAILED" >&2; return 1; }
+      case $p in /*) ;; *) p=$SRC/$p ;; esac
+      (cd "$t" && patch -p1 <"$p") >>"$OUT/patch.log" 2>&1 || { echo "PATCH $p FAILED" >&2; return 1; }
     done
     (cd "$t" && cmake -S . -B b -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGIN_CUDA=OFF &&
       cmake --build b -j "$(nproc)" --target ginrun gin_perf_host &&

@@ -215,7 +215,7 @@ static double yield_ns(int n) {
 }
 
 /* A clock_gettime(CLOCK_MONOTONIC): what the host target's timing loops
- * paid per read before they used the time-stamp counter. */
+ * (gin_cycles) pay per read. */
 static double clock_ns(int n) {
   uint64_t t0 = now_ns(), sink = 0;
   for (int i = 0; i < n; i++)

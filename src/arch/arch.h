@@ -28,6 +28,10 @@ typedef struct gin_arch_devinfo {
 
 /* Called once per communicator init: selects/initialises the device. */
 gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out);
+/* Called by each communicator init once it knows how many of its ranks
+ * run on this machine (this one included): the host target sizes its
+ * device waits' spin by them (GIN_HOST_SPINS); nothing on a GPU. */
+void gin_arch_local_ranks(int local_ranks);
 /* Whether memory of a process with device `peer` on the same host can be
  * mapped by this process (same GPU, or P2P-capable GPUs; always on host). */
 int gin_arch_can_map(const gin_arch_devinfo_t *self,

@@ -272,6 +272,10 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
              c->path[r] == GIN_PATH_PROXY ? tnames[t & 3] : "",
              c->path[r] == GIN_PATH_PROXY ? ")" : "");
   }
+  int here = 0; /* ranks on this machine, this one included */
+  for (int r = 0; r < c->nranks; r++)
+    here += strncmp(c->peers[r].hostid, me->hostid, GIN_HOSTID_BYTES) == 0;
+  gin_arch_local_ranks(here);
   GIN_CHECK(gin_arch_copy(c->path_dev, c->path, (size_t)c->nranks));
   GIN_CHECK(gin_arch_copy(c->lsa_ranks_dev, c->lsa_ranks,
                           sizeof(int) * (size_t)c->lsa_size));

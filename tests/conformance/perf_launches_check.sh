@@ -3,7 +3,8 @@
 # gin_perf_smoke_host_launches): OUT holds gin-perf's printed lines, CSV
 # its rows. Every pingpong row's floor_value must be the median of the
 # floors its `# launch` lines printed for that size, and its median the
-# median of their gin times (3 launches a size), both within rounding.
+# median of their gin times (3 launches a size), both within rounding,
+# and every launch's floor and gin time positive.
 # The floor is the raw flag's ("floor X us") or, through proxy+tcp, the
 # raw TCP ping-pong's ("raw tcp X us").
 out=$1 csv=$2 want=${3:-3}
@@ -11,11 +12,13 @@ awk -v want="$want" '
   function med3(a, b, c) { return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b)) }
   FNR == NR {
     if ($0 ~ /# launch /) {
+      fl = ""; g = ""
       for (i = 1; i <= NF; i++) {
         if ($i == "B:") size = $(i - 1)
         if ($i == "floor" || ($i == "tcp" && $(i - 1) == "raw")) fl = $(i + 1)
         if ($i == "gin") g = $(i + 1)
       }
+      if (fl + 0 <= 0 || g + 0 <= 0) { print "launch line without a positive floor and gin time: " $0; bad = 1 }
       n[size]++; f[size, n[size]] = fl; gt[size, n[size]] = g
     }
     next

@@ -168,7 +168,10 @@ static ssize_t recv_some(int fd, char *p, size_t n, int poll) {
     ssize_t r = recv(fd, p, n, poll ? MSG_DONTWAIT : 0);
     if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
       return r;
-    if (!poll && errno != EINTR) return -1; /* the receive timeout */
+    if (!poll && errno != EINTR) { /* the socket's receive timeout */
+      errno = ETIMEDOUT;
+      return -1;
+    }
     if (poll && idle_poll(k, &t0, NULL) < 0) {
       errno = ETIMEDOUT;
       return -1;

@@ -387,9 +387,10 @@ GIN_DEVICE_FN uint64_t gin_time_ns(void) {
 }
 GIN_DEVICE_FN uint64_t gin_cycles(void) { return gin_time_ns(); }
 /* Polls of a wait before it starts yielding its core (host target), at
- * least: 64 where ranks may outnumber the cores; gin_comm_init sets it
- * from GIN_HOST_SPINS or the cores this process may run on (arch_host.c)
- * for the process. Read relaxed: any value seen is a valid one. */
+ * least: 64 where ranks may outnumber the cores; each gin_comm_init sets
+ * it for the whole process (the last one wins) from GIN_HOST_SPINS or the
+ * CPUs per rank on this machine (gin_arch_local_ranks, arch_host.c). Read
+ * relaxed: any value seen is a valid one. */
 #define GIN_SPIN_YIELD_AFTER 64
 extern uint32_t gin_host_spins_;
 GIN_DEVICE_FN uint32_t gin_spin_yield_after(void) {

@@ -67,6 +67,8 @@ gin_result_t gin_cuda_thread_stream_(cudaStream_t *out) {
   return GIN_SUCCESS;
 }
 
+void gin_arch_local_ranks(int local_ranks) { (void)local_ranks; }
+
 gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   int count = 0;
   GIN_CUDA_CALL(cudaGetDeviceCount(&count), "cudaGetDeviceCount");

@@ -18,30 +18,33 @@
 GIN_PARAM_INT(param_host_spins, "HOST_SPINS", -1,
               "host target: polls of a device wait before it starts to "
               "yield its core (at least 64); -1: 4096 where this process "
-              "may run on 8 or more cores, else 64")
+              "may run on at least 4 CPUs per rank on this machine, else 64")
 
 uint32_t gin_host_spins_ = GIN_SPIN_YIELD_AFTER;
 
-/* The waits' spin before they yield. 64 where ranks' threads may outnumber
- * the cores (a spinning waiter holds a core its peer needs); 4096 (a few
- * hundred microseconds) where cores are many: a waiter that already
- * yields at a ~10 us tcp round trip noticed the signal ~110-170 ns later
- * (the median 161-265 ns against 63-90 when spinning; twenty-second
- * session, PERFORMANCE.md). */
-static void host_spins_set(void) {
+/* The waits' spin before they yield: 64 where ranks' threads may
+ * outnumber the cores (a spinning waiter holds a core its peer needs);
+ * 4096 polls where there are cores to spare (4 per rank: its kernel
+ * thread, its proxy, and room for more blocks). Step by step on 16 cores
+ * (twenty-second session, tcp-timeline.sh): a waiter that already yields
+ * at a ~10 us tcp round trip noticed the proxy's signal in 161-278 ns
+ * (median), one that spins in 74-96 ns; the round trip as a whole moved
+ * less than its run-to-run spread (PERFORMANCE.md). A CPU quota
+ * (cgroup cpu.max) is not read: set GIN_HOST_SPINS=64 under one. */
+void gin_arch_local_ranks(int local_ranks) {
   int64_t v = param_host_spins();
   cpu_set_t set;
   int cores = sched_getaffinity(0, sizeof set, &set) == 0
                   ? CPU_COUNT(&set)
                   : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (v < 0) v = cores >= 8 ? 4096 : 0;
+  if (local_ranks < 1) local_ranks = 1;
+  if (v < 0) v = cores >= 4 * local_ranks ? 4096 : 0;
   if (v < GIN_SPIN_YIELD_AFTER) v = GIN_SPIN_YIELD_AFTER;
   if (v > 1 << 24) v = 1 << 24;
   __atomic_store_n(&gin_host_spins_, (uint32_t)v, __ATOMIC_RELAXED);
 }
 
 gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
-  host_spins_set();
   memset(info_out, 0, sizeof *info_out);
   snprintf(info_out->bytes, sizeof info_out->bytes, "host");
   return GIN_SUCCESS;
