@@ -8,10 +8,8 @@
 set -u
 : "${PATCH:?PATCH=the change, as git diff prints it}"
 ROUNDS=${ROUNDS:-4}
-PATCH=$(cd "$(dirname "$PATCH")" && pwd)/$(basename "$PATCH")
 OLD=/tmp/gin-ring-ab-old
-rm -rf $OLD && mkdir -p $OLD && tar cf - --exclude='./build*' . | tar xf - -C $OLD &&
-  (cd $OLD && patch -R -p1 <"$PATCH" >/dev/null) || { echo "cannot reverse $PATCH"; exit 1; }
+scripts/copy-tree.sh $OLD -R "$PATCH" || { echo "cannot reverse $PATCH"; exit 1; }
 build() {
   (cd "$1" && cmake -S . -B build-ring -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
     cmake --build build-ring -j "$(nproc)" --target gin_perf_cuda ginrun) >/dev/null 2>&1 ||

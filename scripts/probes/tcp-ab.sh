@@ -9,12 +9,8 @@ set -u
 OUT=${OUT:-$PWD/tcp-ab}
 ROUNDS=${ROUNDS:-4}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
-PATCH=$(cd "$(dirname "$PATCH")" && pwd)/$(basename "$PATCH")
 OLD=/tmp/gin-tcp-ab-old
-rm -rf $OLD && mkdir -p $OLD &&
-  tar cf - --exclude='./build*' . | tar xf - -C $OLD &&
-  (cd $OLD && patch -R -p1 <"$PATCH" >"$OUT/patch.log" 2>&1) ||
-  { echo "cannot reverse $PATCH here"; exit 1; }
+scripts/copy-tree.sh $OLD -R "$PATCH" || { echo "cannot reverse $PATCH here"; exit 1; }
 for k in $(seq "$ROUNDS"); do
   (cd $OLD && OUT=$OUT/old$k RUNS=1 bash scripts/probes/tcp-paired.sh | sed "s/^== /== old$k /")
   OUT=$OUT/new$k RUNS=1 bash scripts/probes/tcp-paired.sh | sed "s/^== /== new$k /"

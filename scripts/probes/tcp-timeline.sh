@@ -22,15 +22,12 @@ A=$SRC/docs/perf/2026-12-04f/tl_analyze.py
 # once per invocation, in /tmp; prints its directory.
 rm -rf /tmp/gin-tl-*
 tree() {
-  local key=${1:-none} t p
+  local key=${1:-none} t
   t=/tmp/gin-tl-${key//[^A-Za-z0-9]/_}
   if [ ! -x "$t/b/gin_perf_host" ]; then
-    rm -rf "$t" && mkdir -p "$t" &&
-      (cd "$SRC" && tar cf - --exclude='./build*' .) | tar xf - -C "$t" || return 1
-    for p in docs/perf/2026-12-04f/timeline.patch ${1//+/ }; do
-      case $p in /*) ;; *) p=$SRC/$p ;; esac
-      (cd "$t" && patch -p1 <"$p") >>"$OUT/patch.log" 2>&1 || { echo "PATCH $p FAILED" >&2; return 1; }
-    done
+    # shellcheck disable=SC2086 # the '+'-separated patches, one word each
+    (cd "$SRC" && scripts/copy-tree.sh "$t" docs/perf/2026-12-04f/timeline.patch ${1//+/ }) ||
+      { echo "PATCH FAILED ($1)" >&2; return 1; }
     (cd "$t" && cmake -S . -B b -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGIN_CUDA=OFF &&
       cmake --build b -j "$(nproc)" --target ginrun gin_perf_host &&
       cc -O2 -Wall -pthread -o b/tcp_parts scripts/probes/tcp_parts.c) >>"$OUT/build.log" 2>&1 ||

@@ -247,11 +247,13 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
     return GIN_ERROR(GIN_ERR_UNSUPPORTED,
                      "GIN_TRANSPORT=tcp: this build has no tcp transport");
   c->lsa_size = 0;
+  int here = 0; /* ranks on this machine, this one included */
   for (int r = 0; r < c->nranks; r++) {
     gin_peer_info_t *p = &c->peers[r];
-    c->path_mapped[r] = r == c->rank || (strncmp(p->hostid, me->hostid,
-                                                 GIN_HOSTID_BYTES) == 0 &&
-                                         gin_arch_can_map(&me->dev, &p->dev));
+    int same_host = strncmp(p->hostid, me->hostid, GIN_HOSTID_BYTES) == 0;
+    here += same_host;
+    c->path_mapped[r] =
+        r == c->rank || (same_host && gin_arch_can_map(&me->dev, &p->dev));
     int t = tnull                        ? GIN_TRANSPORT_NULL_ID
             : ttcp || !c->path_mapped[r] ? GIN_TRANSPORT_TCP_ID
                                          : GIN_TRANSPORT_IPC_ID;
@@ -272,9 +274,6 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
              c->path[r] == GIN_PATH_PROXY ? tnames[t & 3] : "",
              c->path[r] == GIN_PATH_PROXY ? ")" : "");
   }
-  int here = 0; /* ranks on this machine, this one included */
-  for (int r = 0; r < c->nranks; r++)
-    here += strncmp(c->peers[r].hostid, me->hostid, GIN_HOSTID_BYTES) == 0;
   gin_arch_local_ranks(here);
   GIN_CHECK(gin_arch_copy(c->path_dev, c->path, (size_t)c->nranks));
   GIN_CHECK(gin_arch_copy(c->lsa_ranks_dev, c->lsa_ranks,

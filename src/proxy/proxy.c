@@ -142,23 +142,21 @@ static void proxy_record_transport(struct gin_proxy *px, int t,
                peer, id, a0, 0, full);
 }
 
-/* Why window handle `v` (packed) with [off, off+bytes) fails the table,
- * into msg (win_ok's slow path: off the per-descriptor one). */
-static __attribute__((noinline, cold)) int win_bad(gin_comm_t c, uint32_t v,
-                                                   uint64_t off, uint64_t bytes,
-                                                   const char *what, char *msg,
-                                                   size_t len) {
-  uint32_t idx = GIN_DESC_WIN_IDX(v), gen = GIN_DESC_WIN_GEN(v);
-  if (idx >= c->max_windows ||
-      !__atomic_load_n(&c->wins[idx].live, __ATOMIC_ACQUIRE) ||
-      (__atomic_load_n(&c->wins[idx].gen, __ATOMIC_ACQUIRE) & 0xffffu) != gen)
+/* The message for a window check that failed (win_ok's slow path, off
+ * the per-descriptor one): `registered` 0 when handle `v` (packed) names
+ * no live window of its generation, else [off, off+bytes) is outside
+ * `size`. Returns 0. */
+static __attribute__((noinline, cold)) int
+win_bad(uint32_t v, int registered, uint64_t off, uint64_t bytes, uint64_t size,
+        const char *what, char *msg, size_t len) {
+  if (!registered)
     snprintf(msg, len, "%s window {idx %u, gen %u} is not registered", what,
-             idx, gen);
+             GIN_DESC_WIN_IDX(v), GIN_DESC_WIN_GEN(v));
   else
     snprintf(msg, len,
              "%s offset %llu + %llu bytes is outside window %u of %llu bytes",
-             what, (unsigned long long)off, (unsigned long long)bytes, idx,
-             (unsigned long long)c->wins[idx].size);
+             what, (unsigned long long)off, (unsigned long long)bytes,
+             GIN_DESC_WIN_IDX(v), (unsigned long long)size);
   return 0;
 }
 
@@ -168,15 +166,17 @@ static inline int win_ok(gin_comm_t c, uint32_t v, uint64_t off, uint64_t bytes,
                          const char *what, char *msg, size_t len) {
   uint32_t idx = GIN_DESC_WIN_IDX(v);
   if (__builtin_expect(idx >= c->max_windows, 0))
-    return win_bad(c, v, off, bytes, what, msg, len);
+    return win_bad(v, 0, off, bytes, 0, what, msg, len);
   const gin_win_slot_t *w = &c->wins[idx];
-  if (__builtin_expect(__atomic_load_n(&w->live, __ATOMIC_ACQUIRE) &&
+  if (__builtin_expect(!__atomic_load_n(&w->live, __ATOMIC_ACQUIRE) ||
                            (__atomic_load_n(&w->gen, __ATOMIC_ACQUIRE) &
-                            0xffffu) == GIN_DESC_WIN_GEN(v) &&
-                           off <= w->size && bytes <= w->size - off,
-                       1))
-    return 1;
-  return win_bad(c, v, off, bytes, what, msg, len);
+                            0xffffu) != GIN_DESC_WIN_GEN(v),
+                       0))
+    return win_bad(v, 0, off, bytes, 0, what, msg, len);
+  uint64_t size = w->size;
+  if (__builtin_expect(off > size || bytes > size - off, 0))
+    return win_bad(v, 1, off, bytes, size, what, msg, len);
+  return 1;
 }
 
 /* Validates a descriptor copy; fills the transfer. 0 and msg if bad. */
@@ -342,12 +342,18 @@ static void counters_note(gin_proxy_ring_t *r, int counter) {
   r->cnt_add[r->ncnt++] = 1;
 }
 
-/* Whether the ring's next descriptor is published (its flag says this
- * lap); acquires its body. */
-static int ring_next_ready(const gin_proxy_ring_t *r) {
-  const gin_desc_t *slot = &r->slots[r->next & (r->size - 1)];
+/* Whether descriptor `next` of a ring (in its slot) is published: the
+ * slot's flag says that lap. Acquires its body. */
+static inline int slot_published(const gin_desc_t *slot, uint64_t next,
+                                 int lap_shift) {
   return __atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) ==
-         (uint32_t)(r->next >> r->lap_shift) + 1;
+         (uint32_t)(next >> lap_shift) + 1;
+}
+
+/* Whether the ring's next descriptor is published. */
+static int ring_next_ready(const gin_proxy_ring_t *r) {
+  return slot_published(&r->slots[r->next & (r->size - 1)], r->next,
+                        r->lap_shift);
 }
 
 /* Issues up to r->batch descriptors of a ring to the transports (adding
@@ -369,9 +375,7 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
   uint64_t next = r->next;
   for (; n < batch; n++, next++) {
     const gin_desc_t *slot = &slots[next & mask];
-    if (__atomic_load_n(&slot->flag, __ATOMIC_ACQUIRE) !=
-        (uint32_t)(next >> shift) + 1)
-      break; /* not published yet (ring_next_ready) */
+    if (!slot_published(slot, next, shift)) break;
     /* A line a few slots on, written by now under load (on the cuda
      * target each slot is a fresh line the GPU wrote across PCIe). */
     __builtin_prefetch(&slots[(next + PROXY_PREFETCH) & mask]);

@@ -101,12 +101,12 @@ void perf_baseline(perf_env_t *env) {
     perf_row_t r = perf_row("baseline", "host", bytes);
     r.median_us = med;
     r.p99_us = t[(size_t)(o->iters * 0.99)];
-    for (int k = 0; k < env->npp; k++)
-      if (env->pp_bytes[k] == bytes) {
-        r.floor = "gin_pingpong";
-        r.floor_value = env->pp_med[k];
-        r.ratio = med / env->pp_med[k];
-      }
+    double gin = perf_by_size_get(&env->pp, bytes);
+    if (gin >= 0) {
+      r.floor = "gin_pingpong";
+      r.floor_value = gin;
+      r.ratio = med / gin;
+    }
     perf_emit(env, &r);
   }
   /* Every answer arrived intact (rank 0 checks the last one here). */

@@ -171,10 +171,7 @@ void perf_floors_cpu(perf_env_t *env) {
       if (floor_tcp_pingpong(n, 1, env->o.iters, env->o.warmup, &med, &p99) ==
           0) {
         emit_value(env, "floor_tcp_pp", n, med, p99, -1);
-        if (env->ntcp < 64) {
-          env->tcp_bytes[env->ntcp] = n;
-          env->tcp_us[env->ntcp++] = med;
-        }
+        perf_by_size_put(&env->tcp_pp, n, med);
       }
       /* An ordinary receiver, asleep in recv: what netperf's TCP_RR
        * measures, and what a user's own socket ping-pong gets. */

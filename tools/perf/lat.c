@@ -444,10 +444,7 @@ static int lat_tcp_path(const perf_env_t *env) {
 /* With --floors on the tcp path: the raw TCP ping-pong of the same size
  * measured in this run (rank 0's); else -1. */
 static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
-  if (!lat_tcp_path(env)) return -1;
-  for (int i = 0; i < env->ntcp; i++)
-    if (env->tcp_bytes[i] == bytes) return env->tcp_us[i];
-  return -1;
+  return lat_tcp_path(env) ? perf_by_size_get(&env->tcp_pp, bytes) : -1;
 }
 
 /* --launches L > 1: L kernels of variant v at `bytes`, each after a raw
@@ -497,25 +494,26 @@ static void lat_sweep(perf_env_t *env, const char *test, int v) {
        bytes = perf_next_size(bytes, env->o.f)) {
     if (bytes > env->win_bytes - PERF_DATA) break;
     double med, p99, floor = env->raw_floor_us;
-    if (env->o.launches > 1)
+    const char *fname = "raw_flag_pingpong";
+    if (env->o.launches > 1) {
       lat_launches(env, v, bytes, &med, &p99, &floor);
-    else
+      if (lat_tcp_path(env)) fname = "raw_tcp_pingpong";
+    } else {
       lat_run(env, v, env->o.coop, bytes, &med, &p99);
+      double tcp = lat_tcp_floor(env, bytes);
+      if (tcp > 0) {
+        floor = tcp;
+        fname = "raw_tcp_pingpong";
+      }
+    }
     perf_row_t r = perf_row(test, perf_coop_name(env->o.coop), bytes);
     r.median_us = med;
     r.p99_us = p99;
-    r.floor = "raw_flag_pingpong";
-    double tcp = lat_tcp_floor(env, bytes);
-    if (tcp > 0 && env->o.launches <= 1) floor = tcp;
-    if (lat_tcp_path(env) && (tcp > 0 || env->o.launches > 1))
-      r.floor = "raw_tcp_pingpong";
+    r.floor = fname;
     r.floor_value = floor;
     r.ratio = floor > 0 ? med / floor : -1;
     perf_emit(env, &r);
-    if (v == V_PUT && env->npp < 64) {
-      env->pp_bytes[env->npp] = bytes;
-      env->pp_med[env->npp++] = med;
-    }
+    if (v == V_PUT) perf_by_size_put(&env->pp, bytes, med);
     if (v == V_SIGNAL) break; /* no payload: one size */
   }
 }

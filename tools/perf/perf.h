@@ -40,6 +40,30 @@ typedef struct perf_opts {
   const char *csv, *json;
 } perf_opts_t;
 
+/* Medians (us) by message size, up to 64 sizes: one test's figures kept
+ * for another's ratios. */
+typedef struct perf_by_size {
+  int n;
+  size_t bytes[64];
+  double us[64];
+} perf_by_size_t;
+
+/* Records `us` for `bytes` (nothing past 64 sizes). */
+static inline void perf_by_size_put(perf_by_size_t *t, size_t bytes,
+                                    double us) {
+  if (t->n < 64) {
+    t->bytes[t->n] = bytes;
+    t->us[t->n++] = us;
+  }
+}
+
+/* The median recorded for `bytes`, or -1 where none is. */
+static inline double perf_by_size_get(const perf_by_size_t *t, size_t bytes) {
+  for (int i = 0; i < t->n; i++)
+    if (t->bytes[i] == bytes) return t->us[i];
+  return -1;
+}
+
 /* What every test runs on: two ranks, one window of `win_bytes` (flags in
  * the first PERF_DATA bytes, then data), a device communicator, and a
  * device buffer for samples. */
@@ -54,16 +78,12 @@ typedef struct perf_env {
   uint64_t *samples;    /* device memory, 2 * o.iters + 3 words */
   uint64_t sig_base[8]; /* signal values consumed so far, per signal */
   uint64_t scan_base[PERF_DATA / 128]; /* floorscan: per flag line */
-  const char *path;    /* "direct", "proxy-ipc", ... from the settings */
-  int raw_floor_done;  /* the same on both ranks */
-  double raw_floor_us; /* raw flag ping-pong, once measured (rank 0) */
-  double hostflag_us;  /* GPU <-> pinned host flag, once measured */
-  int ntcp; /* --floors: raw TCP ping-pong (polling) medians by size */
-  size_t tcp_bytes[64];
-  double tcp_us[64];
-  int npp; /* gin ping-pong medians by size, for ratios */
-  size_t pp_bytes[64];
-  double pp_med[64];
+  const char *path;      /* "direct", "proxy-ipc", ... from the settings */
+  int raw_floor_done;    /* the same on both ranks */
+  double raw_floor_us;   /* raw flag ping-pong, once measured (rank 0) */
+  double hostflag_us;    /* GPU <-> pinned host flag, once measured */
+  perf_by_size_t tcp_pp; /* --floors: raw TCP ping-pong (polling) medians */
+  perf_by_size_t pp;     /* gin ping-pong medians, for ratios */
 } perf_env_t;
 
 /* The devcomm's route byte to world rank w (0 or 1): its GIN_PATH_* with
