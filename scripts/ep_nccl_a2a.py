@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The EP exchange of gin-ep-bench done the way an NCCL user does it: two
-torch.distributed all_to_all_single calls (issue 7, scripts/multigpu-run.sh).
+torch.distributed all_to_all_single calls (scripts/multigpu-run.sh).
 
     ginrun -n R python3 scripts/ep_nccl_a2a.py [options]   (one rank per GPU)
     torchrun --nproc-per-node R scripts/ep_nccl_a2a.py [options]

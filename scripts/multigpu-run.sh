@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The multi-GPU run (issue 7): gin across GPUs, side by side with NCCL and
+# The multi-GPU run: gin across GPUs, side by side with NCCL and
 # NVSHMEM, in one call on a machine with several GPUs of one host. From
 # the repository root:
 #
@@ -65,8 +65,8 @@ PP_THREAD_MAX=${PP_THREAD_MAX:-65536}
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-60000} PYTHONUNBUFFERED=1
 unset GIN_BACKEND GIN_TRANSPORT GIN_CUDA_DEVICE
-fails=0 skipped=0
-say() { echo "== $*" | tee -a "$SUMMARY"; }
+# shellcheck source=gpu-lib.sh
+. scripts/gpu-lib.sh
 
 # ------------------------------------------------------------ the machine
 nvidia-smi -L >"$LOGS/gpus.txt" 2>&1
@@ -113,16 +113,6 @@ q() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -1; }
 } >"$OUT/meta.txt"
 
 # ------------------------------------------------------------------ build
-configure_build() { # dir, log, targets..., -- cmake options...
-  local dir=$1 log=$2
-  shift 2
-  local targets=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do targets+=("$1"); shift; done
-  shift
-  cmake -S . -B "$dir" -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$log" 2>&1 &&
-    cmake --build "$dir" -j "$JOBS" --target "${targets[@]}" >>"$log" 2>&1
-}
 if [ "${NO_BUILD:-0}" != 1 ]; then
   t0=$SECONDS
   export -f configure_build
@@ -158,64 +148,14 @@ P=$BUILD_PERF/gin_perf_cuda
 NVH=$(sed -n 's/^NVSHMEM_HOME:[A-Z]*=//p' "$BUILD_PERF/CMakeCache.txt" 2>/dev/null)
 
 # --------------------------------------------------------------- MPS (1 GPU)
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/gin-multigpu-mps-pipe
-export CUDA_MPS_LOG_DIRECTORY=/tmp/gin-multigpu-mps-log
-mps=0
-stop_mps() {
-  if [ "$mps" = 1 ]; then
-    echo quit | nvidia-cuda-mps-control
-    mps=0
-    cp "$CUDA_MPS_LOG_DIRECTORY/control.log" "$LOGS/mps-control.log" 2>/dev/null
-  fi
-}
-trap stop_mps EXIT
-trap 'exit 130' INT TERM HUP
 if [ "$NG" -lt 2 ]; then
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then
-    mps=1
-    say "MPS started ($CUDA_MPS_PIPE_DIRECTORY)"
-  else
+  mps_start multigpu ||
     say "MPS did not start: ranks on the one GPU time-slice (slow, still bounded)"
-  fi
 else
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
 
 # ------------------------------------------------------------------ steps
-# step NAME COMMAND...: runs it under timeout within the budget, logs to
-# $LOGS/NAME.log, one summary line; the tail of the log when it fails;
-# exit status 77 counts as skipped.
-step() {
-  local name=$1
-  shift
-  local left=$((BUDGET - (SECONDS - T0)))
-  if [ "$left" -lt 15 ]; then
-    say "$name: skipped (the budget of $BUDGET s is spent)"
-    skipped=$((skipped + 1))
-    return 1
-  fi
-  local lim=$((left < LIMIT ? left : LIMIT)) t0=$SECONDS
-  timeout -k 10 "$lim" "$@" >"$LOGS/$name.log" 2>&1
-  local rc=$?
-  if [ $rc -eq 77 ]; then # the tests' "skip" (no GPU, for one)
-    say "$name: skipped: $(grep -m1 SKIP "$LOGS/$name.log")"
-    skipped=$((skipped + 1))
-    return $rc
-  fi
-  say "$name: rc=$rc ($((SECONDS - t0)) s)"
-  if [ $rc -ne 0 ]; then
-    fails=$((fails + 1))
-    tail -6 "$LOGS/$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-  fi
-  return $rc
-}
-have() { # program: present, or a skip line
-  [ -x "$1" ] && return 0
-  say "$(basename "$1"): not built, its steps skipped"
-  skipped=$((skipped + 1))
-  return 1
-}
 GRT=(--timeout $((LIMIT - 10))) # ginrun's own bound, inside the step's
 DIRECT=(env GIN_BACKEND=direct)
 PROXY=(env GIN_BACKEND=proxy GIN_TRANSPORT=ipc)
@@ -299,7 +239,7 @@ if [ -x "$P" ]; then
   step gin_bw_proxy "${PROXY[@]}" "$GR" -n 2 "${GRT[@]}" "$P" bw "${BW[@]}" \
     "${PCOM[@]}" --csv "$LOGS/gin_bw_proxy.csv"
 fi
-stop_mps
+mps_stop
 
 # ------------------------------------------------------------------ table
 first() { # sed expression, files...: the first line it prints, or "not run"
@@ -326,6 +266,5 @@ else
   say "no CSV: no table"
   fails=$((fails + 1))
 fi
-say "done $(date -u +%FT%TZ): $fails failed, $skipped skipped, $((SECONDS - T0)) s; $MODE"
-tar -C "$OUT" -czf "$OUT/logs.tgz" logs && rm -rf "$LOGS"
-[ $fails -eq 0 ] && [ $skipped -eq 0 ]
+say "$MODE"
+finish

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Joins the multi-GPU run's CSVs into two markdown tables with ratios
-(issue 7, scripts/multigpu-run.sh).
+(scripts/multigpu-run.sh).
 
     scripts/multigpu-table.py [-o DIR] [--gpus N] [--meta FILE] CSV...
 
@@ -202,7 +202,7 @@ def main():
         print("multigpu-table: no rows to join", file=sys.stderr)
         return 1
 
-    md = ["# gin across GPUs: side by side with NCCL and NVSHMEM (issue 7)",
+    md = ["# gin across GPUs: side by side with NCCL and NVSHMEM",
           ""]
     if a.gpus < 2:
         md += ["**1 GPU: not the multi-GPU measurement.** The ranks shared "

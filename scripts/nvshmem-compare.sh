@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gin against NVSHMEM on one GPU, back to back in one run under one MPS
-# daemon, same tests and parameters (issue 8). From the repository root of
+# daemon, same tests and parameters. From the repository root of
 # a GPU machine where NVSHMEM is found (NVSHMEM_HOME, or python3's
 # nvidia/nvshmem package as PyTorch installs it):
 #
@@ -49,8 +49,12 @@ LIMIT=${LIMIT:-300}
 # follows the files.
 COMMIT=${GIN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}
 DIGEST=$(scripts/tree-digest.sh 2>/dev/null || echo unknown)
-fails=0
-say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+T0=$SECONDS
+LOGS=$OUT
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+# shellcheck source=gpu-lib.sh
+. scripts/gpu-lib.sh
 
 if [ "${NO_BUILD:-0}" != 1 ]; then
   say "build $BUILD (device checks off, NVSHMEM on)"
@@ -81,37 +85,18 @@ NVH=$(cache NVSHMEM_HOME)
   echo "args: COMMON='$COMMON' PP_SIZES='$PP_SIZES' BW_SIZES='$BW_SIZES' GRID='$GRID'"
 } | tee "$OUT/meta.txt"
 
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/gin-nvshmem-mps-pipe
-export CUDA_MPS_LOG_DIRECTORY=/tmp/gin-nvshmem-mps-log
-mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-mps=0
-stop_mps() {
-  if [ "$mps" = 1 ]; then
-    echo quit | nvidia-cuda-mps-control
-    mps=0
-    cp "$CUDA_MPS_LOG_DIRECTORY/control.log" "$OUT/mps-control.log" 2>/dev/null
-  fi
-}
-trap stop_mps EXIT
-trap 'exit 130' INT TERM HUP
-if ! nvidia-cuda-mps-control -d; then
+if ! mps_start nvshmem; then
   say "cannot start MPS (another daemon running?); stopping"
   exit 1
 fi
-mps=1
-say "MPS started ($CUDA_MPS_PIPE_DIRECTORY)"
 
 export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-60000}
 unset GIN_BACKEND GIN_TRANSPORT
 run() { # name program args...: one program, 2 ranks, bounded
   local name=$1 prog=$2
   shift 2
-  local t0=$SECONDS
-  timeout -k 15 "$LIMIT" "$BUILD/ginrun" -n 2 --timeout $((LIMIT - 5)) \
-    "$BUILD/$prog" "$@" --csv "$OUT/$name.csv" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  say "$name: rc=$rc ($((SECONDS - t0)) s): $prog $*"
-  [ $rc -eq 0 ] || { fails=$((fails + 1)); tail -5 "$OUT/$name.log"; }
+  step "$name" "$BUILD/ginrun" -n 2 --timeout $((LIMIT - 5)) \
+    "$BUILD/$prog" "$@" --csv "$OUT/$name.csv"
 }
 pair() { # tag args...: gin, then NVSHMEM with the same arguments
   local tag=$1
@@ -128,7 +113,7 @@ pair() { # tag args...: gin, then NVSHMEM with the same arguments
   run gin_rate gin_perf_cuda rate $COMMON $GRID --raw
   run nvshmem_rate nvshmem_perf rate $COMMON $GRID
 }
-stop_mps
+mps_stop
 
 ver=$(sed -n 's/.*# nvshmem_perf, \(NVSHMEM [0-9.]*\).*/\1/p' "$OUT"/nvshmem_*.log 2>/dev/null | head -1)
 title="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F), gin $COMMIT (tree $DIGEST) vs ${ver:-NVSHMEM}"

@@ -168,12 +168,10 @@ void gin_comm_peer_dead_(gin_comm_t c, int dead, int by, int how, int err) {
    * host memory this process still maps; the dead process's kernels, which
    * run on until the driver (or MPS, ~130 ms later) tears its context down,
    * read that word in their waits and so end within microseconds instead of
-   * at their timeout: a kernel still running at its MPS teardown took the
-   * survivors' contexts with it (RELIABILITY.md, measured in the
-   * twenty-first session: 3 of 3 late-call runs passed with this, 0 of 3
-   * without). A
-   * rank taken for dead that still runs (unreachable) is aborted so too,
-   * its word naming itself. */
+   * at their timeout: a kernel still running at its MPS teardown takes the
+   * survivors' contexts with it (docs/RELIABILITY.md; the fault tests'
+   * late_ cases check it). A rank taken for dead that still runs
+   * (unreachable) is aborted so too, its word naming itself. */
   for (int r = 0; r < c->nranks; r++) {
     gin_ctrl_t *pc = r == c->rank ? c->ctrl : c->peer_ctrl[r];
     if (!pc) continue;

@@ -116,7 +116,8 @@ int gin_hex_digit(char c);
 
 uint64_t gin_now_ns(void);
 /* A release of a peer's window view slower than this is logged (normally
- * well under 1 ms; under MPS one took ~150 ms: RELIABILITY.md). */
+ * well under 1 ms; under MPS one took ~150 ms:
+ * docs/RELIABILITY.md). */
 #define GIN_SLOW_RELEASE_NS 20000000ull
 
 #ifdef __cplusplus

@@ -72,7 +72,7 @@ gin_result_t gin_net_why(char *buf, size_t len, gin_result_t res,
 /* Little-endian encoding of wire fields, independent of the host order.
  * On a little-endian host each is one unaligned load or store (memcpy):
  * the byte loops cost the tcp header ~300 instructions to encode and ~700
- * to decode and check (callgrind, twenty-second session). */
+ * to decode and check (docs/PERFORMANCE.md, "Design figures"). */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&    \
     !defined(GIN_LE_PORTABLE) /* the byte loops, for a test on any host */
 #define GIN_LE_FIELD(bits)                                                     \

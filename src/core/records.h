@@ -10,9 +10,8 @@
  * The bootstrap authenticates every rank (the job secret), so these bytes
  * come from ranks of this job; the checks guard against a rank of another
  * build or a corrupted record making the receiver read or map out of
- * bounds. Both layouts are little endian at fixed offsets, byte for byte
- * the structs that were exchanged before these encoders (on the little
- * endian hosts gin runs on).
+ * bounds. Both layouts are little endian at fixed offsets: on the little
+ * endian hosts gin runs on, byte for byte the structs below.
  *
  * Opaque, not checked here: a peer record's device identity and control
  * page handle, and a registration's memory handle. Their layout belongs to

@@ -75,8 +75,8 @@ static void slot_unmap(gin_comm_t c, gin_win_slot_t *w) {
     else if (w->import_ptr[r])
       gin_arch_shm_unimport(w->import_ptr[r], w->import_size[r],
                             w->import_cookie[r]);
-    /* Whose view was slow to release (a dead rank's under MPS was:
-     * RELIABILITY.md, twentieth session). */
+    /* Whose view is slow to release (a dead rank's under MPS can be:
+     * docs/RELIABILITY.md). */
     uint64_t ns = gin_now_ns() - t0;
     if (ns > GIN_SLOW_RELEASE_NS)
       GIN_WARN(WINDOW,

@@ -12,9 +12,9 @@
  * (ep_msg.h, ep_recv_count). gin's device argument checks, made for a
  * user kernel's arguments, are therefore left out of these kernels (with
  * them, the signals' mode marks and the window lookups cost the dispatch
- * send 1.5-3.4 us at 2-8 ranks on an H200, PERFORMANCE.md), unless the
- * build asks for them (-DGIN_EP_DEVICE_CHECKS=ON). Must come before the
- * device headers. */
+ * send 1.5-3.4 us at 2-8 ranks on an H200: docs/PERFORMANCE.md, "Design
+ * figures"), unless the build asks for them (-DGIN_EP_DEVICE_CHECKS=ON). Must
+ * come before the device headers. */
 #ifndef GIN_EP_DEVICE_CHECKS
 #undef GIN_DEVICE_CHECKS
 #endif

@@ -563,7 +563,7 @@ static void *proxy_main(void *p) {
   proxy_pin(px, th->idx);
   /* Set up this thread's device stream and the transports' per-thread
    * state now, inside gin_comm_init: made at the first operation instead,
-   * pinned allocations waited for the kernel that waited for them. */
+   * a pinned allocation would wait for the kernel that waits for it. */
   gin_result_t res = gin_arch_copy_thread_setup();
   for (int t = 0; t < GIN_TRANSPORT_MAX && res == GIN_SUCCESS; t++)
     if (px->ops[t] && px->ops[t]->thread_start)
@@ -601,7 +601,8 @@ static void *proxy_main(void *p) {
      * after a long quiet sleep until a producer or a socket wakes the
      * thread (host target), or else nap 50 us at a time. Sleeping as soon
      * as idle made the host-target tcp round trip no faster and its p99
-     * 2 x worse (each ping found its proxy asleep), PERFORMANCE.md. */
+     * 2 x worse (each ping found its proxy asleep): docs/PERFORMANCE.md,
+     * "Design figures". */
     uint64_t seen = 0;
     if (th->idx == 0)
       for (int t = 0; t < GIN_TRANSPORT_MAX; t++)

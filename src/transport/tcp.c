@@ -731,8 +731,9 @@ static gin_result_t tcp_progress(void *state) {
     /* One connection with room to send: ask its socket for data straight
      * away, one system call a pass as epoll_wait is, and a message is
      * received by that call instead of the one after it (the host
-     * target's tcp round trip, PERFORMANCE.md). A closed or failed socket
-     * shows in recv as it does through epoll (conn_recv_end). */
+     * target's tcp round trip: docs/PERFORMANCE.md, "Design figures"). A
+     * closed or failed socket shows in recv as it does through epoll
+     * (conn_recv_end). */
     if (one->fd >= 0 && (r = conn_recv(s, one)) != GIN_SUCCESS) res = r;
   } else {
     n = epoll_wait(s->epfd, ev, TCP_EVENTS, 0);

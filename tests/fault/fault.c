@@ -351,8 +351,8 @@ static void teardown(run_t *r, setup_t *s, int tasks0) {
 /* --late-call-ms N: N ms after the kill (the dead client's teardown
  * under MPS is over by ~200 ms), this rank's device must still work: an
  * allocation, a copy there and back, a free. On the GPU under MPS a
- * survivor's context was found lost at that teardown (RELIABILITY.md,
- * twentieth session); calls made before it did not show it. */
+ * survivor's context can be lost at that teardown (docs/RELIABILITY.md);
+ * calls made before it do not show it. */
 static void late_call(run_t *r, int late_ms) {
   if (!r->kill_ns) r->kill_ns = stamp_read(stamp_path);
   if (!r->kill_ns) { /* no time to count from: the check would be early */

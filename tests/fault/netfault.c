@@ -52,10 +52,10 @@
 #define MARGIN_MS 2000
 /* How much later than gin's verdict the pending call may return: a wait
  * in a host-target kernel yields the CPU between polls, and a yield on a
- * loaded machine can take long. Once it read the abort word only every
- * 256 polls it noticed an abort seconds late (beside two busy loops on 2
- * cores, up to 34 s); now that it reads it on every poll once it yields,
- * within milliseconds (docs/RELIABILITY.md). The bound stays generous. */
+ * loaded machine can take long. Once it yields, the wait reads the abort
+ * word on every poll and so notices an abort within milliseconds
+ * (docs/RELIABILITY.md); read every 256 polls only, it would notice one
+ * seconds late on a loaded machine. The bound stays generous. */
 #define HOST_SLACK_MS 8000
 
 enum { MODE_ROUNDS, MODE_SEND, MODE_RECV };
@@ -310,11 +310,11 @@ int main(int argc, char **argv) {
   /* stream: a bystander (neither the sender nor the target) waits twice
    * the job's timeout, so that the sender's verdict on the target, which
    * this scenario tests, comes first. With the same timeout both clocks
-   * started within milliseconds of each other (the sender's proxy stalls
+   * start within milliseconds of each other (the sender's proxy stalls
    * right after its last put to the bystander), and a bystander that
-   * timed out first aborted the job before the sender named the target
-   * (seen once under ThreadSanitizer, 2026-12-04). It still ends within
-   * the job's limits: the sender's abort reaches it. */
+   * times out first (it can, under ThreadSanitizer) aborts the job before
+   * the sender names the target. It still ends within the job's limits:
+   * the sender's abort reaches it. */
   if (!linkcut && rk && atoi(rk) != 0 && atoi(rk) != r.target) {
     char t[32];
     snprintf(t, sizeof t, "%lld", 2 * (long long)r.timeout_ms);

@@ -3,7 +3,8 @@
  * warp, block), signal-only ping-pong, barrier latency, the raw flag
  * ping-pong floor, and the "ladder": the same exchange built up from the
  * raw floor one library piece at a time, so every microsecond of the gap
- * is attributed to a piece (what issue 4 asks when a target is missed).
+ * is attributed to a piece (what a missed target in docs/PERFORMANCE.md
+ * needs explained).
  *
  * Times are per-iteration SM cycles (clock64), calibrated against the
  * global timer over the whole loop; rank 0 records them.
@@ -262,9 +263,9 @@ GIN_DEVICE_FN void lat_wait(const lat_args_t *a, int v, gin_coop_t c,
  * constants in each: as in a user's kernel, where the coop is a literal,
  * no variant or coop pays for the code of the others between its wait
  * and its send. In one kernel switching over twenty variants with the
- * coop a runtime value, ~580 cycles passed between a wait's return and
- * the next put (clock marks, thirteenth session), and a change to one
- * variant's code moved the others' round trips (fourteenth session). */
+ * coop a runtime value, ~580 cycles pass between a wait's return and the
+ * next put, and a change to one variant's code moves the others' round
+ * trips (docs/PERFORMANCE.md, "Design figures"). */
 GIN_DEVICE_FN void lat_loop(const lat_args_t *a, int v, gin_coop_t c) {
   const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
@@ -450,14 +451,13 @@ static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
 /* --launches L > 1: L kernels of variant v at `bytes`, each after a raw
  * floor kernel (its own launch, as ensure_raw_floor's): the medians over
  * the launches of their medians and p99s, and of the floors' medians.
- * Between single launches the floor moved 1.5-2.2 us (fourteenth
- * session) with no code changed; one suspect is where the two ranks'
- * blocks land on the GPU, so every launch's SMs are printed. On the tcp
- * path the floor before each launch is rank 0's raw TCP ping-pong of the
- * same size, so each pair is measured close in time: on the 16-core host
- * that floor moved 6.8-10.8 us from run to run (twenty-second session),
- * and 7.6-10.4 us within one run of 21 pairs while gin's stayed
- * 10.5-12.6. */
+ * Between single launches the floor moves 1.5-2.2 us with no code
+ * changed; one suspect is where the two ranks' blocks land on the GPU, so
+ * every launch's SMs are printed. On the tcp path the floor before each
+ * launch is rank 0's raw TCP ping-pong of the same size, so each pair is
+ * measured close in time: on a 16-core host that floor moves 6.8-10.8 us
+ * from run to run, and 7.6-10.4 us within one run of 21 pairs while
+ * gin's stays 10.5-12.6 (docs/PERFORMANCE.md, "Design figures"). */
 static void lat_launches(perf_env_t *env, int v, size_t bytes, double *med,
                          double *p99, double *floor) {
   int n = env->o.launches, tcp = lat_tcp_path(env);
@@ -572,10 +572,9 @@ static int cmp_us(const void *a, const void *b) {
 /* The raw floor with its flag in each 128-byte line of the window's flag
  * area in turn, and on signal PEERSIG_SLOT (in signal 0's 128-byte line:
  * the ping-pong's), twice over: whether the floor depends on where its
- * flag lives (it does: on one H200 both lines of each 256-byte granule
- * alike, eight values over the 16 granules, the same in both passes; on
- * others partly moving between passes: twentieth session), and the floor
- * on the memory gin's ping-pong signals through. Then the put round trip
+ * flag lives (it does, by 256-byte granule, both of a granule's lines
+ * alike: docs/PERFORMANCE.md, "Design figures"), and the floor on the
+ * memory gin's ping-pong signals through. Then the put round trip
  * at 8 B against the floor on its signal line and the lines' median and
  * range. */
 void perf_floorscan(perf_env_t *env) {

@@ -2,11 +2,11 @@
  * VMM windows (GIN_CUDA_VMM): shareable device memory from cuMemCreate,
  * exported as a POSIX file descriptor that peers on the host duplicate with
  * pidfd_getfd and map. Why: under MPS, a put into a peer's cudaMalloc
- * window mapped by CUDA IPC fell from ~1970 to ~1350-1380 GB/s once the
- * windows spanned 8.4 GB, and into a VMM window it did not (PERFORMANCE.md,
- * fifteenth session). gin_cuda does not link libcuda: the driver's entry
- * points come through the runtime, so programs still start (and skip)
- * where no driver is installed.
+ * window mapped by CUDA IPC falls from ~1970 to ~1350-1380 GB/s once the
+ * windows span 8.4 GB, and into a VMM window it does not
+ * (docs/PERFORMANCE.md, "Design figures"). gin_cuda does not link libcuda:
+ * the driver's entry points come through the runtime, so programs still
+ * start (and skip) where no driver is installed.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -227,9 +227,9 @@ void gin_cuda_vmm_release_(void *cookie) {
                    ? CUDA_SUCCESS
                    : CUDA_ERROR_INVALID_CONTEXT;
   /* All three, in this order, whatever each returns; the first error.
-   * Each is timed: under MPS, releasing a view of a rank whose client was
-   * being torn down returned only with that teardown (RELIABILITY.md,
-   * twentieth session); a slow one is logged with where the time went. */
+   * Each is timed: under MPS, releasing a view of a rank whose client is
+   * being torn down returns only with that teardown (docs/RELIABILITY.md);
+   * a slow one is logged with where the time went. */
   uint64_t t0 = gin_now_ns();
   CUresult r1 = cu.MemUnmap(m->va, m->size);
   uint64_t t1 = gin_now_ns();

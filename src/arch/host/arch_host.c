@@ -25,12 +25,12 @@ uint32_t gin_host_spins_ = GIN_SPIN_YIELD_AFTER;
 /* The waits' spin before they yield: 64 where ranks' threads may
  * outnumber the cores (a spinning waiter holds a core its peer needs);
  * 4096 polls where there are cores to spare (4 per rank: its kernel
- * thread, its proxy, and room for more blocks). Step by step on 16 cores
- * (twenty-second session, tcp-timeline.sh): a waiter that already yields
- * at a ~10 us tcp round trip noticed the proxy's signal in 161-278 ns
- * (median), one that spins in 74-96 ns; the round trip as a whole moved
- * less than its run-to-run spread (PERFORMANCE.md). A CPU quota
- * (cgroup cpu.max) is not read: set GIN_HOST_SPINS=64 under one. */
+ * thread, its proxy, and room for more blocks). Timed step by step on 16
+ * cores, a waiter that already yields at a ~10 us tcp round trip notices
+ * the proxy's signal in 161-278 ns (median), one that spins in 74-96 ns;
+ * the round trip as a whole moves less than its run-to-run spread
+ * (docs/PERFORMANCE.md, "Design figures"). A CPU quota (cgroup cpu.max)
+ * is not read: set GIN_HOST_SPINS=64 under one. */
 void gin_arch_local_ranks(int local_ranks) {
   int64_t v = param_host_spins();
   cpu_set_t set;

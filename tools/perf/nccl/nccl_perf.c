@@ -1,7 +1,7 @@
 /*
  * nccl_perf: NCCL's host-initiated send/recv measured the way gin-perf
- * measures gin's puts, so that the two tables join (issue 7: the
- * multi-GPU run, scripts/multigpu-run.sh).
+ * measures gin's puts, so that the two tables join (the multi-GPU
+ * comparison, scripts/multigpu-run.sh).
  *
  *   ginrun -n 2 nccl_perf [pingpong|bw|all] [gin-perf's options]
  *

@@ -2,7 +2,7 @@
  * nvshmem_perf: gin-perf's put+signal ping-pong, put bandwidth and message
  * rate written with NVSHMEM's own device calls, so that gin and NVSHMEM are
  * measured the same way on the same GPU in the same run
- * (scripts/nvshmem-compare.sh; issue 8).
+ * (scripts/nvshmem-compare.sh).
  *
  *   ginrun -n 2 nvshmem_perf [pingpong|bw|rate|all] [gin-perf's options]
  *
@@ -435,7 +435,8 @@ static void nvp_usage(FILE *f) {
           "  --csv FILE                gin-perf's CSV columns\n");
 }
 
-/* NVSHMEM's settings for two PEs on one GPU (docs/PERFORMANCE.md), each
+/* NVSHMEM's settings for two PEs on one GPU (docs/PERFORMANCE.md, "Against
+ * NVSHMEM"), each
  * unless the environment already has it, and a symmetric heap that holds
  * the data area. */
 static void nvp_setenv(size_t heap) {

@@ -249,10 +249,11 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * at once, a warp or block once it met (it then sees every thread's
    * part): thread cr reads `part` bytes from cr * part. A lone thread
    * holds GIN_SMALL_BYTES (64), a warp's or block's threads
-   * GIN_SMALL_COOP_BYTES (16): 32 each made a 512-thread block's 8-16 KiB
-   * puts 0.3 us slower than the general copy (H200, 2026-12-04). A lone
-   * thread's length is the put's (written out: the general form cost it
-   * a dozen 64-bit selects on the way to its load). */
+   * GIN_SMALL_COOP_BYTES (16): 32 each make a 512-thread block's 8-16 KiB
+   * puts ~0.3 us slower than the general copy (docs/PERFORMANCE.md,
+   * "Design figures"). A lone thread's length is the put's (written out:
+   * the general form costs it a dozen 64-bit selects on the way to its
+   * load). */
   const char *s = gin_dev_local_base_(dc, src) + src_off;
   gin_small_t v;
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
@@ -268,8 +269,8 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if (len) v = gin_small_load(s + o, len);
   /* The gate's load right behind the source's (gin_dev_shut_): back with
    * it, so the signal does not wait for it. Read first, before the
-   * source, the message rate was 43.5-43.8 k Mops/s against 59.7-61.9 k
-   * here (H200, same run, 2026-12-04). */
+   * source, it lowers the message rate from 59.7-61.9 k to 43.5-43.8 k
+   * Mops/s (docs/PERFORMANCE.md, "Design figures"). */
   int shut = gin_dev_shut_(dc);
   int route = gin_dev_route_(dc, w);
   if ((rc = gin_dev_actions_(dc, w, remote, local))) return rc;
@@ -405,8 +406,8 @@ GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
  * a poll for the warp, the same word and value in every lane, each lane
  * its own acquire), and the others wait at the barrier that hands them
  * the result (gin_coop_rc). A lone poller would leave the rest of its
- * warp parked at a reconvergence point, which cost a warp's wait ~240
- * cycles more than a thread's (gin-perf's clock marks, 2026-12-03). The
+ * warp parked at a reconvergence point, which costs a warp's wait ~240
+ * cycles more than a thread's (docs/PERFORMANCE.md, "Design figures"). The
  * barrier orders the other warps' later reads after the pollers' acquire
  * (__syncthreads orders memory among the threads it synchronises, by the
  * PTX memory model), and they do not poll the same word beside them. */

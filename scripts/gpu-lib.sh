@@ -1,0 +1,129 @@
+# Shared by the GPU machine's scripts (gpu-test.sh, gpu-perf.sh,
+# nvshmem-compare.sh, multigpu-run.sh); sourced, not run. The caller sets
+# OUT (an absolute directory), LOGS (where step logs go), SUMMARY (the
+# one-line-per-step file), T0=$SECONDS, and optionally BUDGET and LIMIT
+# (seconds), then calls the functions below from the repository root.
+#
+# Counters: fails, skipped (steps that failed, steps not run).
+
+fails=0 skipped=0 step_t0=$SECONDS
+BUDGET=${BUDGET:-100000}
+LIMIT=${LIMIT:-300}
+JOBS=${JOBS:-$(nproc)}
+
+say() { echo "== $*" | tee -a "$SUMMARY"; }
+
+# bounded NAME COMMAND...: runs it under timeout within the budget, its
+# output in $LOGS/NAME.log; returns its exit status, or 75 without
+# running it once the budget is spent.
+bounded() {
+  local name=$1
+  shift
+  local left=$((BUDGET - (SECONDS - T0)))
+  [ "$left" -lt 15 ] && return 75
+  local lim=$((left < LIMIT ? left : LIMIT))
+  step_t0=$SECONDS
+  timeout -k 10 "$lim" "$@" >"$LOGS/$name.log" 2>&1
+}
+
+# judge NAME STATUS: one summary line; 0 passes, 77 (the tests' "skip")
+# and 75 (budget spent) count as skipped, anything else fails, with the
+# tail of the log. Returns STATUS.
+judge() {
+  local name=$1 rc=$2
+  case $rc in
+  0) say "$name: ok ($((SECONDS - step_t0)) s)" ;;
+  75)
+    say "$name: skipped (the budget of $BUDGET s is spent)"
+    skipped=$((skipped + 1))
+    ;;
+  77)
+    say "$name: skipped: $(grep -m1 SKIP "$LOGS/$name.log")"
+    skipped=$((skipped + 1))
+    ;;
+  *)
+    say "$name: FAILED rc=$rc ($((SECONDS - step_t0)) s)"
+    fails=$((fails + 1))
+    tail -6 "$LOGS/$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+    ;;
+  esac
+  return "$rc"
+}
+
+# step NAME COMMAND...: bounded, then judged.
+step() {
+  bounded "$@"
+  judge "$1" $?
+}
+
+# have PROGRAM: present, or a skip line.
+have() {
+  [ -x "$1" ] && return 0
+  say "$(basename "$1"): not built, its steps skipped"
+  skipped=$((skipped + 1))
+  return 1
+}
+
+# configure_build DIR LOG TARGETS... -- CMAKE_OPTIONS...: the cuda target
+# for sm_90, RelWithDebInfo, only the targets named.
+configure_build() {
+  local dir=$1 log=$2
+  shift 2
+  local targets=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do targets+=("$1"); shift; done
+  shift
+  cmake -S . -B "$dir" -DGIN_CUDA=ON -DGIN_CUDA_ARCH=90 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$log" 2>&1 &&
+    cmake --build "$dir" -j "$JOBS" --target "${targets[@]}" >>"$log" 2>&1
+}
+
+# mps_start NAME: a control daemon private to this script (its pipe and
+# log directories under /tmp/gin-NAME-mps-*), stopped by mps_stop and on
+# exit. Returns non-zero when it cannot start (ranks on one GPU then
+# time-slice: slow, still bounded).
+mps=0
+mps_stop() {
+  if [ "$mps" = 1 ]; then
+    echo quit | nvidia-cuda-mps-control
+    mps=0
+    cp "$CUDA_MPS_LOG_DIRECTORY/control.log" "$LOGS/mps-control.log" 2>/dev/null
+  fi
+  return 0
+}
+mps_start() {
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/gin-$1-mps-pipe
+  export CUDA_MPS_LOG_DIRECTORY=/tmp/gin-$1-mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  trap mps_stop EXIT
+  trap 'exit 130' INT TERM HUP
+  nvidia-cuda-mps-control -d || return 1
+  mps=1
+  say "MPS started ($CUDA_MPS_PIPE_DIRECTORY)"
+}
+
+# gpu_meta COMMAND: date, command, GPU, driver, commit and tree digest, on
+# stdout. The GPU machine's copy of the tree may carry stale git metadata,
+# so the digest (scripts/tree-digest.sh) names the code that ran.
+gpu_meta() {
+  local q
+  q() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -1; }
+  echo "date: $(date -u +%FT%TZ)"
+  echo "command: $1"
+  echo "gpu: $(q name), driver $(q driver_version), $(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') GPU(s)"
+  echo "cuda: $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  echo "commit: ${GIN_COMMIT:-$(git describe --always --dirty 2>/dev/null || echo unknown)}"
+  echo "tree digest: $(scripts/tree-digest.sh 2>/dev/null || echo unknown)"
+}
+
+# finish: packs $LOGS into $OUT/logs.tgz (the device tool brings back few
+# files), prints the summary's verdict line and returns 0 only when no
+# step failed or was skipped.
+finish() {
+  local verdict=OK
+  [ "$fails" -eq 0 ] && [ "$skipped" -eq 0 ] || verdict=FAILED
+  [ "$fails" -eq 0 ] && [ "$skipped" -gt 0 ] && verdict="FAILED (steps skipped)"
+  say "done $(date -u +%FT%TZ): $fails failed, $skipped skipped, $((SECONDS - T0)) s"
+  tar -C "$OUT" -czf "$OUT/logs.tgz" "$(basename "$LOGS")" && rm -rf "$LOGS"
+  echo "$verdict" | tee -a "$SUMMARY"
+  [ "$verdict" = OK ]
+}
