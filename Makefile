@@ -1,5 +1,6 @@
 # Thin wrapper over CMake/ctest. The README's two commands:
-#   make run   - builds and runs the multi-rank demo (GPU if present, else host)
+#   make run   - builds and runs the demo, a round trip and an EP exchange
+#                (GPU if present, else host), ending with OK or FAILED
 #   make test  - builds and runs the test suite (host target; cuda tests skip
 #                without a GPU)
 BUILD ?= build
@@ -17,24 +18,12 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The demo on the GPU when one is visible (and the cuda target was built),
-# on the host target otherwise.
-# Then an EP dispatch/combine across the ranks, checked against the CPU
-# reference and timed (DeepEP's low-latency defaults on the GPU, a small
-# configuration on the host target).
+# The demo, the 8-byte round trip against its floor and an EP
+# dispatch/combine against the host-initiated baseline, on the GPU when one
+# is visible (and the cuda target was built), on the host target otherwise;
+# a summary, then OK or FAILED (scripts/run.sh).
 run: build
-	@if [ -x $(BUILD)/gin_demo_cuda ] && nvidia-smi -L >/dev/null 2>&1; then \
-	  echo "== gin demo, cuda target, $(NRANKS) ranks =="; \
-	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_cuda && \
-	  echo "== gin EP dispatch/combine, cuda target, $(NRANKS) ranks ==" && \
-	  $(BUILD)/ginrun -n $(NRANKS) --timeout 300 $(BUILD)/gin_ep_bench_cuda; \
-	else \
-	  echo "== gin demo, host target, $(NRANKS) ranks =="; \
-	  $(BUILD)/ginrun -n $(NRANKS) --timeout 120 $(BUILD)/gin_demo_host && \
-	  echo "== gin EP dispatch/combine, host target, $(NRANKS) ranks ==" && \
-	  $(BUILD)/ginrun -n $(NRANKS) --timeout 300 $(BUILD)/gin_ep_bench_host \
-	    -t 32 -H 512 -k 4 -e 16 -n 5 -w 1; \
-	fi
+	@bash scripts/run.sh $(BUILD) $(NRANKS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 600

@@ -1,7 +1,17 @@
 #include <stdio.h>
+#include <string.h>
 
 #include "gin/device/gin_device.h"
 #include "gin/gin.h"
+
+/* Every call returns a gin_result_t; gin_last_error() says what was wrong. */
+#define CHECK(call)                                                            \
+  do {                                                                         \
+    if ((call) != GIN_SUCCESS) {                                               \
+      fprintf(stderr, "%s: %s\n", #call, gin_last_error());                    \
+      return 1;                                                                \
+    }                                                                          \
+  } while (0)
 
 typedef struct {
   gin_devcomm_t dc;
@@ -23,21 +33,30 @@ GIN_KERNEL(k_hello, args_t) {
 
 int main(void) {
   gin_comm_t comm;
+  int rank, nranks;
   void *mem;
   args_t a;
-  gin_comm_init_from_env(&comm, NULL); /* ginrun, mpirun, srun or torchrun */
-  gin_mem_alloc(4096, &mem);           /* device memory on cuda */
+  char text[64], got[64];
+  /* ginrun, mpirun, srun or torchrun; started alone, a job of one rank. */
+  CHECK(gin_comm_init_from_env(&comm, NULL));
+  CHECK(gin_comm_rank(comm, &rank));
+  CHECK(gin_comm_size(comm, &nranks));
+  CHECK(gin_mem_alloc(4096, &mem)); /* device memory on cuda */
+  snprintf(text, sizeof text, "hello from rank %d", rank);
+  CHECK(gin_mem_copy(mem, text, sizeof text));
   /* Collective, the same size on every rank. */
-  gin_window_register(comm, mem, 4096, &a.win);
-  gin_devcomm_create(comm, NULL, &a.dc); /* signals, counters, barriers */
-  gin_launch(k_hello, 1, 1, 0, &a);      /* grid, block, stream, args */
-  gin_stream_synchronize(0);
-  if (gin_comm_get_async_error(comm)) { /* device-side errors, timeouts */
-    fprintf(stderr, "%s\n", gin_last_error());
-    return 1;
-  }
-  gin_devcomm_destroy(comm, &a.dc);
-  gin_window_deregister(comm, a.win);
-  gin_mem_free(mem);
-  gin_comm_destroy(comm);
+  CHECK(gin_window_register(comm, mem, 4096, &a.win));
+  CHECK(gin_devcomm_create(comm, NULL, &a.dc)); /* signals, counters, ... */
+  CHECK(gin_launch(k_hello, 1, 1, 0, &a));      /* grid, block, stream, args */
+  CHECK(gin_stream_synchronize(0));
+  CHECK(gin_comm_get_async_error(comm)); /* device-side errors, timeouts */
+  CHECK(gin_mem_copy(got, (char *)mem + 64, sizeof got));
+  printf("rank %d of %d got \"%s\"\n", rank, nranks, got);
+  snprintf(text, sizeof text, "hello from rank %d",
+           (rank + nranks - 1) % nranks);
+  CHECK(gin_devcomm_destroy(comm, &a.dc));
+  CHECK(gin_window_deregister(comm, a.win));
+  CHECK(gin_mem_free(mem));
+  CHECK(gin_comm_destroy(comm));
+  return strcmp(got, text) != 0; /* 0: my left neighbour's words arrived */
 }

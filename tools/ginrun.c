@@ -110,12 +110,28 @@ static void ginrun_usage_error(const char *fmt, const char *arg) {
   exit(2);
 }
 
+/* Every setting of either target, with its value, default and help; one
+ * that the targets built here never read is marked so. */
 static int ginrun_print_env(void) {
+#ifdef GIN_BUILT_CUDA
+  const int cuda_built = 1;
+#else
+  const int cuda_built = 0;
+#endif
   int n = gin_param_count();
+  printf("# %d settings (GIN_*); this build has the host target%s\n", n,
+         cuda_built ? " and the cuda target" : " only (no cuda target)");
   for (int i = 0; i < n; i++) {
-    const char *name, *value, *def, *help;
-    if (gin_param_info(i, &name, &value, &def, &help) != GIN_SUCCESS) continue;
-    printf("%s=%s  (default: %s)\n    %s\n", name, value, def, help);
+    gin_setting_t s;
+    if (gin_param_info(i, &s) != GIN_SUCCESS) continue;
+    const char *note = "";
+    if (s.target && !strcmp(s.target, "cuda"))
+      note = cuda_built ? "; cuda target only"
+                        : "; cuda target only: not built here, no effect";
+    else if (s.target && !strcmp(s.target, "host"))
+      note = "; host target only";
+    printf("%s=%s  (default: %s%s)\n    %s\n", s.name, s.value, s.def, note,
+           s.help);
   }
   return 0;
 }

@@ -102,7 +102,10 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
  * ginrun, rank 0 hosts the root on GIN_ROOT_ADDR/MASTER_ADDR (default
  * 127.0.0.1) and GIN_ROOT_PORT/MASTER_PORT (default: derived from the job
  * id), and the job secret comes from GIN_JOB_SECRET (default: derived from
- * the launcher's job id, which is not secret). */
+ * the launcher's job id, which is not secret). A process started without
+ * any of these launchers is a job of one rank (a warning says so). Errors
+ * as gin_comm_init, and GIN_ERR_INVALID naming the variable when a
+ * launcher's variables are missing or out of range. */
 gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
                                     const gin_config_t *cfg);
 
@@ -210,11 +213,24 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm);
 
 /* ------------------------------------------------------------ settings */
 
-/* Settings (GIN_* environment variables): number declared, and the name,
- * current value, default and help of the i-th. For tools (ginrun --env). */
+/* A setting (GIN_* environment variable) as gin_param_info describes it.
+ * The strings are the library's; they stay valid for the process's life. */
+typedef struct gin_setting {
+  const char *name;   /* GIN_... */
+  const char *value;  /* current: the environment's, else the default */
+  const char *def;    /* default */
+  const char *help;   /* what it does */
+  const char *target; /* "cuda" or "host": only that target reads it; NULL:
+                         both */
+} gin_setting_t;
+
+/* Number of settings: every one of either target, whichever this library
+ * is. Thread-safe. */
 int gin_param_count(void);
-gin_result_t gin_param_info(int i, const char **name, const char **value,
-                            const char **def, const char **help);
+/* Describes the i-th setting (sorted by name) into *info_out. Errors:
+ * GIN_ERR_INVALID (i out of [0, gin_param_count()), info_out NULL).
+ * Thread-safe. For tools (ginrun --env). */
+gin_result_t gin_param_info(int i, gin_setting_t *info_out);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,13 @@
 
 #include "core/core.h"
 
+/* Settings read by one target (declared in params.c). */
+int64_t gin_arch_param_cuda_device(void);  /* GIN_CUDA_DEVICE, cuda */
+int64_t gin_arch_param_copy_batch(void);   /* GIN_COPY_BATCH, cuda */
+int64_t gin_arch_param_copy_streams(void); /* GIN_COPY_STREAMS, cuda */
+int64_t gin_arch_param_cuda_vmm(void);     /* GIN_CUDA_VMM, cuda */
+int64_t gin_arch_param_host_spins(void);   /* GIN_HOST_SPINS, host */
+
 /* An exportable description of shareable memory that another process on
  * the same host can map (a CUDA IPC handle, or a memfd's pid and fd). */
 #define GIN_ARCH_HANDLE_BYTES 80

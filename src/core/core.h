@@ -82,7 +82,8 @@ typedef struct gin_param {
   const char *name; /* full variable name, GIN_... */
   const char *def;  /* default, as text */
   const char *help;
-  const char *value; /* cached: the environment's or def */
+  const char *target; /* "cuda" or "host": read by that target only */
+  const char *value;  /* cached: the environment's or def */
   int loaded;
   struct gin_param *next;
 } gin_param_t;
@@ -94,17 +95,24 @@ int64_t gin_param_int(gin_param_t *p);
 /* Declares setting GIN_<NAME> once, next to its use: defines
  * `static int64_t fn(void)` (or `const char *fn(void)` for _STR) that reads
  * and caches the variable, and registers it for gin_param_info. */
-#define GIN_PARAM_DECL_(fn, NAME, def, help)                                   \
-  static gin_param_t fn##_param_ = {"GIN_" NAME, def, help, NULL, 0, NULL};    \
+#define GIN_PARAM_DECL_(fn, NAME, def, target, help)                           \
+  static gin_param_t fn##_param_ = {"GIN_" NAME, def, help, target,            \
+                                    NULL,        0,   NULL};                   \
   __attribute__((constructor)) static void fn##_register_(void) {              \
     gin_param_register(&fn##_param_);                                          \
   }
 #define GIN_PARAM_INT(fn, NAME, def, help)                                     \
-  GIN_PARAM_DECL_(fn, NAME, #def, help)                                        \
+  GIN_PARAM_DECL_(fn, NAME, #def, NULL, help)                                  \
   static int64_t fn(void) { return gin_param_int(&fn##_param_); }
 #define GIN_PARAM_STR(fn, NAME, def, help)                                     \
-  GIN_PARAM_DECL_(fn, NAME, def, help)                                         \
+  GIN_PARAM_DECL_(fn, NAME, def, NULL, help)                                   \
   static const char *fn(void) { return gin_param_str(&fn##_param_); }
+/* A setting that one target's library reads ("cuda" or "host"): fn is
+ * extern, and the declaration sits in src/arch/params.c, which both
+ * libraries compile, so that every build lists every setting. */
+#define GIN_PARAM_TARGET_INT(target, fn, NAME, def, help)                      \
+  GIN_PARAM_DECL_(fn, NAME, #def, target, help)                                \
+  int64_t fn(void) { return gin_param_int(&fn##_param_); }
 
 /* GIN_TIMEOUT_MS: the bound on every wait (bootstrap, host, device). */
 int64_t gin_timeout_ms(void);

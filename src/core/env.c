@@ -1,6 +1,7 @@
 /*
  * gin_comm_init_from_env: rank, size and job id from the launcher's
- * environment (ginrun, Open MPI, Slurm, torchrun), then gin_comm_init.
+ * environment (ginrun, Open MPI, Slurm, torchrun), then gin_comm_init; a
+ * process started without a launcher is a job of one rank.
  *
  * With ginrun the unique id travels in GIN_UNIQUE_ID. With the other
  * launchers there is no channel to pass it, so every rank computes the same
@@ -117,12 +118,9 @@ static gin_result_t env_detect(env_job_t *job) {
     job->port_offset = 1;
     job->multi_node = env_less("LOCAL_WORLD_SIZE", job->nranks);
   } else {
-    return GIN_ERROR(GIN_ERR_INVALID,
-                     "gin_comm_init_from_env: no launcher "
-                     "found: start the job with ginrun (GIN_RANK, GIN_NRANKS, "
-                     "GIN_UNIQUE_ID), mpirun (OMPI_COMM_WORLD_RANK/SIZE), srun "
-                     "(SLURM_PROCID, SLURM_NTASKS) or torchrun (RANK, "
-                     "WORLD_SIZE)");
+    /* No launcher: a job of one rank (launcher stays NULL). */
+    job->rank = 0;
+    job->nranks = 1;
   }
   return GIN_SUCCESS;
 }
@@ -280,6 +278,15 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
   }
 
   GIN_CHECK(env_detect(&job));
+  if (!job.launcher) {
+    /* Started on its own, as an MPI program runs without mpirun. */
+    GIN_WARN(ENV, "no launcher found (ginrun: GIN_RANK, GIN_NRANKS, "
+                  "GIN_UNIQUE_ID; mpirun: OMPI_COMM_WORLD_RANK/SIZE; srun: "
+                  "SLURM_PROCID, SLURM_NTASKS; torchrun: RANK, WORLD_SIZE): "
+                  "running as a job of one rank");
+    GIN_CHECK(gin_get_unique_id(1, &uid));
+    return gin_comm_init(comm_out, 1, 0, &uid, cfg);
+  }
   const char *addr = env_get("GIN_ROOT_ADDR");
   if (!addr) addr = env_get("MASTER_ADDR");
   if (!addr) addr = "127.0.0.1";

@@ -66,8 +66,8 @@ int gin_param_count(void) {
   return n;
 }
 
-gin_result_t gin_param_info(int i, const char **name, const char **value,
-                            const char **def, const char **help) {
+gin_result_t gin_param_info(int i, gin_setting_t *info_out) {
+  GIN_ARG_CHECK(info_out, "gin_param_info: info_out is NULL");
   pthread_mutex_lock(&param_lock);
   gin_param_t *p = param_head;
   for (int k = 0; p && k < i; k++)
@@ -76,9 +76,7 @@ gin_result_t gin_param_info(int i, const char **name, const char **value,
   if (i < 0 || !p)
     return GIN_ERROR(GIN_ERR_INVALID, "setting index %d out of range [0, %d)",
                      i, gin_param_count());
-  if (name) *name = p->name;
-  if (value) *value = gin_param_str(p);
-  if (def) *def = p->def;
-  if (help) *help = p->help;
+  gin_setting_t info = {p->name, gin_param_str(p), p->def, p->help, p->target};
+  *info_out = info;
   return GIN_SUCCESS;
 }

@@ -42,6 +42,7 @@ typedef struct ctx {
   int i;
   size_t n;
   char str[2 * GIN_UNIQUE_ID_BYTES + 1];
+  gin_setting_t set; /* gin_param_info's output: stays zero */
 } ctx_t;
 
 typedef gin_result_t (*call_fn)(ctx_t *t);
@@ -151,8 +152,9 @@ static gin_result_t teardown(ctx_t *t) {
 CALL(strerror_unknown, strcmp(gin_strerror(-999), "unknown error") == 0
                            ? GIN_SUCCESS
                            : GIN_ERR_INTERNAL)
-CALL(param_info_neg, gin_param_info(-1, NULL, NULL, NULL, NULL))
-CALL(param_info_past, gin_param_info(gin_param_count(), NULL, NULL, NULL, NULL))
+CALL(param_info_neg, gin_param_info(-1, &t->set))
+CALL(param_info_past, gin_param_info(gin_param_count(), &t->set))
+CALL(param_info_null, gin_param_info(0, NULL))
 
 /* --------------------------------------------------------- unique id */
 
@@ -386,6 +388,7 @@ static const bad_case_t cases[] = {
     {"gin_strerror", RNG, strerror_unknown, OK, "", NULL},
     {"gin_param_info", RNG, param_info_neg, INV, "index -1 out of range", NULL},
     {"gin_param_info", RNG, param_info_past, INV, "out of range [0, ", NULL},
+    {"gin_param_info", NUL, param_info_null, INV, "info_out is NULL", NULL},
 
     {"gin_comm_init", SETUP, setup_uid, OK, "", NULL},
     {"gin_get_unique_id", RNG, uid_get_neg, INV, "nranks -1 out of range",
@@ -566,7 +569,8 @@ static const bad_case_t cases[] = {
 /* Sets this thread's last error to a known message, so a case that fails
  * without recording one of its own is caught. */
 static void reset_last_error(void) {
-  (void)gin_param_info(-7777, NULL, NULL, NULL, NULL);
+  gin_setting_t set;
+  (void)gin_param_info(-7777, &set);
 }
 
 /* Runs one row; returns 1 if this rank saw something wrong. */
@@ -581,7 +585,7 @@ static int run_case(ctx_t *t, const bad_case_t *k) {
   if (r != GIN_SUCCESS)
     bad |= !strstr(msg, words) || strcmp(msg, before) == 0 || !msg[0];
   /* Outputs are written only on success: no case may set these. */
-  if (t->c || t->p) {
+  if (t->c || t->p || t->set.name) {
     fprintf(stderr, "rank %d: %s (%s) wrote its output\n", t->rank, k->fn,
             k->cls ? k->cls : "setup");
     bad = 1;

@@ -1253,8 +1253,9 @@ typedef struct env_case {
   const char *name;
   const char *vars[8];
   gin_result_t expect;
-  const char *msg;            /* expected in the error message */
-  int port;                   /* expected uid port, 0: any in [20000, 60000) */
+  const char *msg; /* expected in the error message */
+  int port;        /* expected uid port, 0: any in [20000, 60000), -1: any */
+  int nranks;      /* the job's size */
   const uint8_t *secret;      /* expected secret, NULL: any */
   const gin_unique_id_t *uid; /* expected uid, NULL: any */
 } env_case_t;
@@ -1281,14 +1282,14 @@ static int rank_env(int rank, void *p) {
     return 0;
   }
   gin_bs_uid_t u = uid_decode(&stub.uid);
-  CHECK(stub.called && stub.rank == rank && stub.same_uid &&
-            comm == (gin_comm_t)(void *)&stub_comm,
+  CHECK(stub.called && stub.rank == rank && stub.nranks == c->nranks &&
+            stub.same_uid && comm == (gin_comm_t)(void *)&stub_comm,
         "%s, rank %d: comm init saw rank %d, same uid %d", c->name, rank,
         stub.rank, stub.same_uid);
-  if (c->port)
+  if (c->port > 0)
     CHECK(u.port == c->port, "%s: port %u, expected %d", c->name, u.port,
           c->port);
-  else
+  else if (c->port == 0)
     CHECK(u.port >= 20000 && u.port < 60000, "%s: derived port %u", c->name,
           u.port);
   if (c->secret)
@@ -1298,11 +1299,11 @@ static int rank_env(int rank, void *p) {
   return 0;
 }
 
-static void run_env_case(const env_case_t *c, int nranks) {
+static void run_env_case(const env_case_t *c) {
   pid_t pid[4];
-  for (int r = 0; r < nranks; r++)
+  for (int r = 0; r < c->nranks; r++)
     pid[r] = spawn(rank_env, r, (void *)c);
-  for (int r = 0; r < nranks; r++)
+  for (int r = 0; r < c->nranks; r++)
     wait_ok(pid[r], c->name);
 }
 
@@ -1320,8 +1321,9 @@ static void test_env(void) {
   }
   env_case_t ompi = {
       .name = "Open MPI, derived port",
-      .vars = {"OMPI_COMM_WORLD_RANK=%d", "OMPI_COMM_WORLD_SIZE=3", jobid}};
-  run_env_case(&ompi, 3);
+      .vars = {"OMPI_COMM_WORLD_RANK=%d", "OMPI_COMM_WORLD_SIZE=3", jobid},
+      .nranks = 3};
+  run_env_case(&ompi);
 
   static const uint8_t hex_secret[16] = {
       0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xb};
@@ -1333,8 +1335,9 @@ static void test_env(void) {
                "SLURM_STEP_ID=0", port,
                "GIN_JOB_SECRET=deadbeef000102030405060708090A0B"},
       .port = p,
+      .nranks = 2,
       .secret = hex_secret};
-  run_env_case(&slurm, 2);
+  run_env_case(&slurm);
 
   p = free_port();
   snprintf(mport, sizeof mport, "MASTER_PORT=%d", p - 1);
@@ -1342,8 +1345,9 @@ static void test_env(void) {
                       .vars = {"RANK=%d", "WORLD_SIZE=2",
                                "MASTER_ADDR=127.0.0.1", mport,
                                "TORCHELASTIC_RUN_ID=none"},
-                      .port = p};
-  run_env_case(&torch, 2);
+                      .port = p,
+                      .nranks = 2};
+  run_env_case(&torch);
 
   /* ginrun wins over another launcher's variables. */
   gin_unique_id_t uid;
@@ -1356,13 +1360,21 @@ static void test_env(void) {
                                 "OMPI_COMM_WORLD_RANK=0",
                                 "OMPI_COMM_WORLD_SIZE=5"},
                        .port = uid_decode(&uid).port,
+                       .nranks = 2,
                        .uid = &uid};
-  run_env_case(&ginrun, 2);
+  run_env_case(&ginrun);
+
+  /* No launcher at all: a job of one rank on a fresh unique id. */
+  env_case_t alone = {.name = "no launcher", .port = -1, .nranks = 1};
+  run_env_case(&alone);
 
   static const env_case_t bad[] = {
 #define BAD(name_, msg_, ...)                                                  \
-  {.name = name_, .vars = {__VA_ARGS__}, .expect = GIN_ERR_INVALID, .msg = msg_}
-      BAD("no launcher", "no launcher", NULL),
+  {.name = name_,                                                              \
+   .vars = {__VA_ARGS__},                                                      \
+   .expect = GIN_ERR_INVALID,                                                  \
+   .msg = msg_,                                                                \
+   .nranks = 1}
       BAD("rank too large", "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_RANK=5",
           "OMPI_COMM_WORLD_SIZE=2"),
       BAD("rank not a number", "OMPI_COMM_WORLD_RANK",
@@ -1382,7 +1394,7 @@ static void test_env(void) {
 #undef BAD
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    run_env_case(&bad[i], 1);
+    run_env_case(&bad[i]);
   CHECK(gin_comm_init_from_env(NULL, NULL) == GIN_ERR_INVALID, "NULL comm");
 }
 

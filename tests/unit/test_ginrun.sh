@@ -2,11 +2,13 @@
 # ginrun: prefixed output, failure reporting (rank and pid), the grace the
 # other ranks get before they are stopped, cleanup of the other ranks,
 # --timeout, signal forwarding, usage errors, --env, and a real bootstrap.
-# usage: test_ginrun.sh PATH/ginrun PATH/ginrun_child
+# usage: test_ginrun.sh PATH/ginrun PATH/ginrun_child SOURCE_DIR
 # Exit 0 pass, 1 fail, 77 skip. Every ginrun call is bounded by timeout.
 set -u
-GINRUN=${1:?usage: test_ginrun.sh ginrun ginrun_child}
-CHILD=${2:?usage: test_ginrun.sh ginrun ginrun_child}
+USAGE="usage: test_ginrun.sh ginrun ginrun_child source_dir"
+GINRUN=${1:?$USAGE}
+CHILD=${2:?$USAGE}
+SRC=${3:?$USAGE}
 command -v pgrep >/dev/null 2>&1 || { echo "SKIP: no pgrep"; exit 77; }
 command -v timeout >/dev/null 2>&1 || { echo "SKIP: no timeout"; exit 77; }
 
@@ -146,6 +148,18 @@ expect_rc 0 $? "--env"
 expect_line "$OUT" "^GIN_TIMEOUT_MS=[0-9]*  (default: 30000)$" "--env GIN_TIMEOUT_MS"
 expect_line "$OUT" "^GIN_ROOT_ADDR=" "--env GIN_ROOT_ADDR"
 expect_line "$OUT" "^    bound in milliseconds" "--env help text"
+# Every setting declared in the library's sources, on every build: the
+# cuda target's too where it is not built, marked as such.
+names=$(find "$SRC/src" -name '*.c' -exec cat {} + | tr '\n' ' ' |
+  grep -oE 'GIN_PARAM_(TARGET_)?(INT|STR)\( *("[a-z]+", *)?[a-z_]+, *"[A-Z_0-9]+"' |
+  sed 's/.*"\([A-Z_0-9]*\)"$/\1/' | sort -u)
+[ "$(echo "$names" | wc -w)" -ge 20 ] || fail "--env: only $(echo "$names" | wc -w) settings found in $SRC/src"
+for v in $names; do
+  expect_line "$OUT" "^GIN_$v=" "--env lists GIN_$v"
+done
+expect_line "$OUT" "^GIN_CUDA_DEVICE=.*(default: -1; cuda target only" "--env marks GIN_CUDA_DEVICE"
+expect_line "$OUT" "^GIN_HOST_SPINS=.*(default: -1; host target only)" "--env marks GIN_HOST_SPINS"
+expect_line "$OUT" "^# [0-9]* settings (GIN_\*); this build has the host target" "--env header"
 
 # 9. the ranks really bootstrap through the unique id ginrun made
 timeout -k 10 60 "$GINRUN" -n 4 "$CHILD" bootstrap >"$OUT" 2>"$ERR"

@@ -147,9 +147,11 @@ void perf_floors_gpu(perf_env_t *env) {
                                (char *)env->mem + PERF_DATA, n, 20);
       emit_value(env, "floor_dev_copy", n, us, -1, (double)n / (us * 1e3));
     }
+    /* Host <-> device copies: none on the host target (-1). */
     size_t big = data < (64u << 20) ? data : (64u << 20);
-    emit_value(env, "floor_h2d_copy", big, -1, -1, perf_h2d_gbps(big, 1));
-    emit_value(env, "floor_d2h_copy", big, -1, -1, perf_h2d_gbps(big, 0));
+    double h2d = perf_h2d_gbps(big, 1), d2h = perf_h2d_gbps(big, 0);
+    if (h2d > 0) emit_value(env, "floor_h2d_copy", big, -1, -1, h2d);
+    if (d2h > 0) emit_value(env, "floor_d2h_copy", big, -1, -1, d2h);
     double a_us, s_us;
     perf_copy_call_us(1000, &a_us, &s_us);
     if (a_us >= 0) {
@@ -199,8 +201,10 @@ void perf_floors_cpu(perf_env_t *env) {
     for (size_t n = env->o.b < 4096 ? 4096 : env->o.b; n <= env->o.e;
          n = perf_next_size(n, env->o.f)) {
       size_t total = n * 256 > (256u << 20) ? n * 256 : (256u << 20);
-      if (floor_tcp_stream(n, total, &gbps) == 0)
+      if (floor_tcp_stream(n, total, &gbps) == 0) {
         emit_value(env, "floor_tcp_stream", n, -1, -1, gbps);
+        perf_by_size_put(&env->tcp_bw, n, gbps);
+      }
     }
   }
   PERF_CHECK(gin_comm_barrier(env->comm));

@@ -162,6 +162,10 @@ int main(int argc, char **argv) {
             "gin-perf, %s target, 2 ranks, path %s, %d iterations "
             "(+%d warm-up), %d contexts",
             perf_target_name(), env.path, o->iters, o->warmup, env.dc.nctx);
+  if (!strcmp(perf_target_name(), "host"))
+    perf_note(&env, "host target: a smoke test of the code paths; CPU "
+                    "threads stand in for GPU blocks, so these are not GPU "
+                    "figures (docs/PERFORMANCE.md has those)");
 
   const char *t = o->test;
   int all = !strcmp(t, "all");

@@ -112,12 +112,21 @@ GIN_DEVICE_FN uint32_t lat_smid(void) {
 GIN_DEVICE_FN uint32_t lat_smid(void) { return 0; }
 #endif
 
-/* Bounded spin on a word (the raw variants do not use the library). */
+/* Bounded spin on a word (the raw variants do not use the library); on
+ * the host target it yields only where the ranks may lack a CPU each
+ * (perf_raw_spin_only). */
+#if GIN_ARCH_CUDA
+GIN_DEVICE_FN void raw_pause(uint32_t i) { (void)i; }
+#else
+GIN_DEVICE_FN void raw_pause(uint32_t i) {
+  gin_spin_pause(perf_raw_spin_only() ? 0 : i);
+}
+#endif
 GIN_DEVICE_FN void spin_until(const uint64_t *p, uint64_t want) {
   uint64_t t0 = gin_time_ns();
   for (uint32_t i = 0; gin_load_acquire_u64(p) < want; i++) {
     if ((i & 1023) == 1023 && gin_time_ns() - t0 > PERF_SPIN_LIMIT_NS) return;
-    gin_spin_pause(i); /* nothing on the GPU; yields on the host target */
+    raw_pause(i);
   }
 }
 
@@ -433,19 +442,10 @@ static void ensure_raw_floor(perf_env_t *env) {
   perf_emit(env, &r);
 }
 
-/* Whether the ping-pong goes through the proxy and tcp (GIN_BACKEND=proxy
- * GIN_TRANSPORT=tcp) between two ranks of one machine (both in the lsa
- * team): its floor is then the raw TCP ping-pong over loopback. */
-static int lat_tcp_path(const perf_env_t *env) {
-  return strcmp(env->path, "proxy-tcp") == 0 &&
-         !gin_route_direct_(perf_route(env, 1 - env->rank)) &&
-         env->dc.lsa_size == 2;
-}
-
 /* With --floors on the tcp path: the raw TCP ping-pong of the same size
  * measured in this run (rank 0's); else -1. */
 static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
-  return lat_tcp_path(env) ? perf_by_size_get(&env->tcp_pp, bytes) : -1;
+  return perf_tcp_path(env) ? perf_by_size_get(&env->tcp_pp, bytes) : -1;
 }
 
 /* --launches L > 1: L kernels of variant v at `bytes`, each after a raw
@@ -460,7 +460,7 @@ static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
  * gin's stays 10.5-12.6 (docs/PERFORMANCE.md, "Design figures"). */
 static void lat_launches(perf_env_t *env, int v, size_t bytes, double *med,
                          double *p99, double *floor) {
-  int n = env->o.launches, tcp = lat_tcp_path(env);
+  int n = env->o.launches, tcp = perf_tcp_path(env);
   double gm[PEER_MAX_LAUNCHES], gp[PEER_MAX_LAUNCHES], fm[PEER_MAX_LAUNCHES],
       fp[PEER_MAX_LAUNCHES], fp99;
   for (int k = 0; k < n; k++) {
@@ -497,7 +497,7 @@ static void lat_sweep(perf_env_t *env, const char *test, int v) {
     const char *fname = "raw_flag_pingpong";
     if (env->o.launches > 1) {
       lat_launches(env, v, bytes, &med, &p99, &floor);
-      if (lat_tcp_path(env)) fname = "raw_tcp_pingpong";
+      if (perf_tcp_path(env)) fname = "raw_tcp_pingpong";
     } else {
       lat_run(env, v, env->o.coop, bytes, &med, &p99);
       double tcp = lat_tcp_floor(env, bytes);

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gin/device/gin_device.h"
 #include "gin/gin.h"
@@ -40,27 +41,26 @@ typedef struct perf_opts {
   const char *csv, *json;
 } perf_opts_t;
 
-/* Medians (us) by message size, up to 64 sizes: one test's figures kept
- * for another's ratios. */
+/* Figures by message size (medians in us, or GB/s), up to 64 sizes: one
+ * test's figures kept for another's ratios. */
 typedef struct perf_by_size {
   int n;
   size_t bytes[64];
-  double us[64];
+  double v[64];
 } perf_by_size_t;
 
-/* Records `us` for `bytes` (nothing past 64 sizes). */
-static inline void perf_by_size_put(perf_by_size_t *t, size_t bytes,
-                                    double us) {
+/* Records `v` for `bytes` (nothing past 64 sizes). */
+static inline void perf_by_size_put(perf_by_size_t *t, size_t bytes, double v) {
   if (t->n < 64) {
     t->bytes[t->n] = bytes;
-    t->us[t->n++] = us;
+    t->v[t->n++] = v;
   }
 }
 
-/* The median recorded for `bytes`, or -1 where none is. */
+/* The figure recorded for `bytes`, or -1 where none is. */
 static inline double perf_by_size_get(const perf_by_size_t *t, size_t bytes) {
   for (int i = 0; i < t->n; i++)
-    if (t->bytes[i] == bytes) return t->us[i];
+    if (t->bytes[i] == bytes) return t->v[i];
   return -1;
 }
 
@@ -83,6 +83,7 @@ typedef struct perf_env {
   double raw_floor_us;   /* raw flag ping-pong, once measured (rank 0) */
   double hostflag_us;    /* GPU <-> pinned host flag, once measured */
   perf_by_size_t tcp_pp; /* --floors: raw TCP ping-pong (polling) medians */
+  perf_by_size_t tcp_bw; /* --floors: raw TCP stream GB/s */
   perf_by_size_t pp;     /* gin ping-pong medians, for ratios */
 } perf_env_t;
 
@@ -91,6 +92,15 @@ typedef struct perf_env {
  * gin_route_direct_ take it apart). */
 static inline int perf_route(const perf_env_t *env, int w) {
   return (int)((env->dc.path_inline >> (8 * w)) & 0xff);
+}
+
+/* Whether the run goes through the proxy and tcp (GIN_BACKEND=proxy
+ * GIN_TRANSPORT=tcp) between two ranks of one machine (both in the lsa
+ * team): its floors are then raw TCP over loopback. */
+static inline int perf_tcp_path(const perf_env_t *env) {
+  return strcmp(env->path, "proxy-tcp") == 0 &&
+         !gin_route_direct_(perf_route(env, 1 - env->rank)) &&
+         env->dc.lsa_size == 2;
 }
 
 /* One result. Unused numbers are negative (left empty in CSV/JSON). */

@@ -23,11 +23,6 @@ typedef struct cuda_devinfo {
 } cuda_devinfo_t;
 _Static_assert(sizeof(cuda_devinfo_t) <= GIN_ARCH_DEVINFO_BYTES, "devinfo");
 
-GIN_PARAM_INT(param_cuda_device, "CUDA_DEVICE", -1,
-              "GPU of this rank: -1 picks local rank modulo the GPU count "
-              "(local rank from ginrun, Open MPI, Slurm or torchrun), "
-              "-2 keeps the current device, N uses GPU N")
-
 static int local_rank_from_env(void) {
   const char *names[] = {"GIN_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                          "SLURM_LOCALID", "LOCAL_RANK"};
@@ -73,7 +68,7 @@ gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   int count = 0;
   GIN_CUDA_CALL(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (count < 1) return GIN_ERROR(GIN_ERR_CUDA, "no CUDA device visible");
-  int64_t want = param_cuda_device();
+  int64_t want = gin_arch_param_cuda_device();
   int dev = -1;
   if (want >= 0) {
     if (want >= count)
@@ -314,14 +309,10 @@ gin_result_t gin_arch_dev_flag_set(uint32_t *dev) {
 #define COPY_ALONE_BYTES (256u << 10)
 #define COPY_BATCH_MAX 64
 
-GIN_PARAM_INT(param_copy_batch, "COPY_BATCH", 1,
-              "1: the proxy submits small copies as one cudaMemcpyBatchAsync; "
-              "0: one cudaMemcpyAsync each")
-
 static gin_result_t copy_batch(void **d, const void **r, size_t *z, size_t n,
                                cudaStream_t s) {
   if (n == 0) return GIN_SUCCESS;
-  if (n == 1 || !param_copy_batch()) {
+  if (n == 1 || !gin_arch_param_copy_batch()) {
     for (size_t i = 0; i < n; i++)
       GIN_CUDA_CALL(cudaMemcpyAsync(d[i], r[i], z[i], cudaMemcpyDefault, s),
                     "cudaMemcpyAsync");
@@ -337,10 +328,6 @@ static gin_result_t copy_batch(void **d, const void **r, size_t *z, size_t n,
                 "cudaMemcpyBatchAsync");
   return GIN_SUCCESS;
 }
-
-GIN_PARAM_INT(param_copy_streams, "COPY_STREAMS", 8,
-              "streams (1-8) the proxy spreads the large copies of one "
-              "submission over, so several copy engines work at once")
 
 #define COPY_SIDE_MAX 8
 
@@ -402,7 +389,7 @@ static gin_result_t copy_large_spread(void *const *dsts,
                                       const void *const *srcs,
                                       const size_t *sizes, size_t n,
                                       size_t nlarge, cudaStream_t s) {
-  int64_t k = param_copy_streams();
+  int64_t k = gin_arch_param_copy_streams();
   int want = (int)(k < 1 ? 1 : k > COPY_SIDE_MAX ? COPY_SIDE_MAX : k);
   if ((size_t)want > nlarge) want = (int)nlarge;
   copy_side_t *c = want > 1 ? thread_side(want) : NULL;
@@ -492,7 +479,7 @@ static gin_result_t copy_warm_up(cudaStream_t s) {
 gin_result_t gin_arch_copy_thread_setup(void) {
   cudaStream_t s;
   GIN_CHECK(gin_cuda_thread_stream_(&s));
-  int64_t k = param_copy_streams();
+  int64_t k = gin_arch_param_copy_streams();
   if (k > 1 && !thread_side((int)(k > COPY_SIDE_MAX ? COPY_SIDE_MAX : k)))
     return GIN_ERROR(GIN_ERR_CUDA,
                      "proxy thread: cannot make %lld copy streams",

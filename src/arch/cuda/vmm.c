@@ -24,13 +24,6 @@
 #include "arch/cuda/cuda_arch.h"
 #include "arch/memfd.h"
 
-GIN_PARAM_INT(param_cuda_vmm, "CUDA_VMM", -1,
-              "shareable device memory (windows, signals): 1 cuMemCreate, "
-              "its descriptor duplicated by peers with pidfd_getfd; 0 "
-              "cudaMalloc and CUDA IPC handles; -1 the first where the "
-              "driver, the kernel and every peer of each communicator "
-              "allow it, else the second")
-
 static struct {
   PFN_cuGetErrorName_v6000 GetErrorName;
   PFN_cuMemGetAllocationGranularity_v10020 MemGetAllocationGranularity;
@@ -119,7 +112,7 @@ static int pidfd_self_check(void) {
 }
 
 static void decide(void) {
-  int64_t want = param_cuda_vmm();
+  int64_t want = gin_arch_param_cuda_vmm();
   if (want == 0) return;
   char why[160] = "";
   int scope = yama_scope(), e = 0;
@@ -161,14 +154,14 @@ static void decide(void) {
 gin_result_t gin_cuda_vmm_init_(void) {
   pthread_once(&decide_once, decide);
   if (decide_err[0])
-    return GIN_ERROR(param_cuda_vmm() == 1 ? GIN_ERR_UNSUPPORTED
-                                           : GIN_ERR_INVALID,
+    return GIN_ERROR(gin_arch_param_cuda_vmm() == 1 ? GIN_ERR_UNSUPPORTED
+                                                    : GIN_ERR_INVALID,
                      "%s", decide_err);
   return GIN_SUCCESS;
 }
 
 int gin_cuda_vmm_on_(void) { return atomic_load(&vmm_on); }
-int gin_cuda_vmm_forced_(void) { return param_cuda_vmm() == 1; }
+int gin_cuda_vmm_forced_(void) { return gin_arch_param_cuda_vmm() == 1; }
 void gin_cuda_vmm_off_(void) { atomic_store(&vmm_on, 0); }
 
 /* --------------------------------------------------------- the memory */

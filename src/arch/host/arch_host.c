@@ -15,11 +15,6 @@
 #include "arch/memfd.h"
 #include "gin/device/arch.h"
 
-GIN_PARAM_INT(param_host_spins, "HOST_SPINS", -1,
-              "host target: polls of a device wait before it starts to "
-              "yield its core (at least 64); -1: 4096 where this process "
-              "may run on at least 4 CPUs per rank on this machine, else 64")
-
 uint32_t gin_host_spins_ = GIN_SPIN_YIELD_AFTER;
 
 /* The waits' spin before they yield: 64 where ranks' threads may
@@ -32,7 +27,7 @@ uint32_t gin_host_spins_ = GIN_SPIN_YIELD_AFTER;
  * (docs/PERFORMANCE.md, "Design figures"). A CPU quota (cgroup cpu.max)
  * is not read: set GIN_HOST_SPINS=64 under one. */
 void gin_arch_local_ranks(int local_ranks) {
-  int64_t v = param_host_spins();
+  int64_t v = gin_arch_param_host_spins();
   cpu_set_t set;
   int cores = sched_getaffinity(0, sizeof set, &set) == 0
                   ? CPU_COUNT(&set)
