@@ -1,12 +1,27 @@
+# shellcheck shell=bash
 # Shared by the GPU machine's scripts (gpu-test.sh, gpu-perf.sh,
 # nvshmem-compare.sh, multigpu-run.sh); sourced, not run. The caller sets
-# OUT (an absolute directory), LOGS (where step logs go), SUMMARY (the
-# one-line-per-step file), T0=$SECONDS, and optionally BUDGET and LIMIT
-# (seconds), then calls the functions below from the repository root.
+# BUDGET and LIMIT (seconds) if it wants others than the defaults below,
+# sources this, then calls gpu_begin (or sets OUT, LOGS, SUMMARY and T0
+# itself) and the functions below from the repository root.
 #
 # Counters: fails, skipped (steps that failed, steps not run).
 
 fails=0 skipped=0 step_t0=$SECONDS
+GIN_ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# gpu_begin DEFAULT_OUT: OUT (default ./DEFAULT_OUT, made absolute), LOGS
+# and SUMMARY (emptied) under it, T0; then into the repository root.
+gpu_begin() {
+  T0=$SECONDS
+  OUT=${OUT:-$PWD/$1}
+  mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
+  cd "$GIN_ROOT_DIR" || exit 1
+  LOGS=$OUT/logs
+  mkdir -p "$LOGS"
+  SUMMARY=$OUT/summary.txt
+  : >"$SUMMARY"
+}
 BUDGET=${BUDGET:-100000}
 LIMIT=${LIMIT:-300}
 JOBS=${JOBS:-$(nproc)}
@@ -77,6 +92,19 @@ configure_build() {
     cmake --build "$dir" -j "$JOBS" --target "${targets[@]}" >>"$log" 2>&1
 }
 
+# builds_ok STATUS...: returns when every build status is 0; otherwise
+# puts the build logs' errors in the summary and ends the run FAILED.
+builds_ok() {
+  local rc
+  for rc in "$@"; do
+    [ "$rc" -eq 0 ] && continue
+    grep -h -E "error|Error" "$LOGS"/build*.log | head -20 | tee -a "$SUMMARY"
+    fails=$((fails + 1))
+    finish
+    exit 1
+  done
+}
+
 # mps_start NAME: a control daemon private to this script (its pipe and
 # log directories under /tmp/gin-NAME-mps-*), stopped by mps_stop and on
 # exit. Returns non-zero when it cannot start (ranks on one GPU then
@@ -105,7 +133,6 @@ mps_start() {
 # stdout. The GPU machine's copy of the tree may carry stale git metadata,
 # so the digest (scripts/tree-digest.sh) names the code that ran.
 gpu_meta() {
-  local q
   q() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -1; }
   echo "date: $(date -u +%FT%TZ)"
   echo "command: $1"

@@ -24,19 +24,13 @@
 # names where the tree has no git history). Exit status 0 when every step
 # passed.
 set -u
-T0=$SECONDS
-OUT=${OUT:-$PWD/gpu-perf-out}
-mkdir -p "$OUT/results" && OUT=$(cd "$OUT" && pwd) || exit 1
-cd "$(dirname "$0")/.." || exit 1
-RES=$OUT/results
-LOGS=$OUT/logs
-mkdir -p "$LOGS"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
 LIMIT=${LIMIT:-280}
 BUDGET=${BUDGET:-1500}
 # shellcheck source=gpu-lib.sh
-. scripts/gpu-lib.sh
+. "$(dirname "$0")/gpu-lib.sh"
+gpu_begin gpu-perf-out
+RES=$OUT/results
+mkdir -p "$RES"
 gpu_meta "OUT=$OUT scripts/gpu-perf.sh" | tee "$OUT/meta.txt"
 nvidia-smi -L >/dev/null 2>&1 || { say "no GPU (nvidia-smi -L): nothing to run"; exit 1; }
 
@@ -53,12 +47,7 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
     cmake --build $BH -j "$JOBS" --target ginrun gin_perf_host; } >"$LOGS/build-host.log" 2>&1
   rc3=$?
   say "build: $B rc=$rc1, $BN rc=$rc2, $BH rc=$rc3 ($((SECONDS - t0)) s)"
-  if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ] || [ $rc3 -ne 0 ]; then
-    grep -h -E "error|Error" "$LOGS"/build*.log | head -20 | tee -a "$SUMMARY"
-    fails=$((fails + 1))
-    finish
-    exit 1
-  fi
+  builds_ok $rc1 $rc2 $rc3
 fi
 mps_start gpu-perf || say "MPS did not start: ranks on the one GPU time-slice (slow, still bounded)"
 export GIN_TIMEOUT_MS=60000 NCCL_NVLS_ENABLE=0

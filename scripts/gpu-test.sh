@@ -21,18 +21,11 @@
 # 120), BUDGET (seconds in all, 1500), GIN_COMMIT (the commit meta.txt
 # names where the tree has no git history).
 set -u
-T0=$SECONDS
-OUT=${OUT:-$PWD/gpu-test-out}
-mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
-cd "$(dirname "$0")/.." || exit 1
-LOGS=$OUT/logs
-mkdir -p "$LOGS"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
 LIMIT=${LIMIT:-120}
 BUDGET=${BUDGET:-1500}
 # shellcheck source=gpu-lib.sh
-. scripts/gpu-lib.sh
+. "$(dirname "$0")/gpu-lib.sh"
+gpu_begin gpu-test-out
 gpu_meta "OUT=$OUT scripts/gpu-test.sh" >"$OUT/meta.txt"
 nvidia-smi -L >/dev/null 2>&1 || { say "no GPU (nvidia-smi -L): nothing to run"; exit 1; }
 
@@ -46,12 +39,7 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
     -- -DGIN_DEVICE_CHECKS=OFF
   rc2=$?
   say "build: $B rc=$rc1, $BN rc=$rc2 ($((SECONDS - t0)) s)"
-  if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ]; then
-    grep -h -E "error|Error" "$LOGS"/build*.log | head -20 | tee -a "$SUMMARY"
-    fails=$((fails + 1))
-    finish
-    exit 1
-  fi
+  builds_ok $rc1 $rc2
 fi
 mps_start gpu-test || say "MPS did not start: ranks on the one GPU time-slice (slow, still bounded)"
 export GIN_TIMEOUT_MS=15000 NCCL_NVLS_ENABLE=0

@@ -43,19 +43,13 @@
 # COMMIT (what meta.txt names; default: git describe, where .git exists).
 # Exit status 0 when every step ran and passed.
 set -u
-T0=$SECONDS
-OUT=${OUT:-$PWD/multigpu-out}
-mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
-cd "$(dirname "$0")/.." || exit 1
-LOGS=$OUT/logs
-mkdir -p "$LOGS"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
-BUILD=${BUILD:-build-mg}
-BUILD_PERF=${BUILD_PERF:-build-mg-perf}
-JOBS=${JOBS:-$(nproc)}
 LIMIT=${LIMIT:-150}
 BUDGET=${BUDGET:-500}
+# shellcheck source=gpu-lib.sh
+. "$(dirname "$0")/gpu-lib.sh"
+gpu_begin multigpu-out
+BUILD=${BUILD:-build-mg}
+BUILD_PERF=${BUILD_PERF:-build-mg-perf}
 read -r -a PP <<<"${PP_SIZES:--b 8 -e 1048576 -f 8}"
 read -r -a BW <<<"${BW_SIZES:--b 65536 -e 16777216 -f 4}"
 read -r -a COM <<<"${COMMON:--n 1000 -w 100 --reps 5}"
@@ -65,8 +59,6 @@ PP_THREAD_MAX=${PP_THREAD_MAX:-65536}
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-60000} PYTHONUNBUFFERED=1
 unset GIN_BACKEND GIN_TRANSPORT GIN_CUDA_DEVICE
-# shellcheck source=gpu-lib.sh
-. scripts/gpu-lib.sh
 
 # ------------------------------------------------------------ the machine
 nvidia-smi -L >"$LOGS/gpus.txt" 2>&1

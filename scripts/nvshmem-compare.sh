@@ -54,7 +54,7 @@ LOGS=$OUT
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 # shellcheck source=gpu-lib.sh
-. scripts/gpu-lib.sh
+. "$(dirname "$0")/gpu-lib.sh"
 
 if [ "${NO_BUILD:-0}" != 1 ]; then
   say "build $BUILD (device checks off, NVSHMEM on)"
