@@ -32,19 +32,30 @@
 extern "C" {
 #endif
 
+/* Versioning: MAJOR.MINOR.PATCH. A PATCH release changes neither the API
+ * nor the ABI. Before 1.0 a MINOR release may change both, and the shared
+ * libraries' SONAME carries MAJOR.MINOR; from 1.0 only a MAJOR release
+ * may, and the SONAME carries MAJOR. */
 #define GIN_VERSION_MAJOR 0
 #define GIN_VERSION_MINOR 1
 #define GIN_VERSION_PATCH 0
+#define GIN_VERSION_NUMBER                                                     \
+  (GIN_VERSION_MAJOR * 10000 + GIN_VERSION_MINOR * 100 + GIN_VERSION_PATCH)
+
+/* The library's version, "MAJOR.MINOR.PATCH" (of the headers it was built
+ * with; they may differ from the program's, which gin_comm_init checks).
+ * Never NULL. Thread-safe. */
+GIN_API const char *gin_version(void);
 
 /* ---------------------------------------------------------------- errors */
 
 /* Returns a static, human-readable name for a result code. Never NULL. */
-const char *gin_strerror(gin_result_t res);
+GIN_API const char *gin_strerror(gin_result_t res);
 
 /* Returns the message recorded by the last failing gin call on this thread
  * (it names the bad argument, rank, window, offset or limit), or "" if none.
  * The string stays valid until the next gin call on this thread. */
-const char *gin_last_error(void);
+GIN_API const char *gin_last_error(void);
 
 /* ---------------------------------------------------------- unique id */
 
@@ -63,15 +74,15 @@ typedef struct gin_unique_id {
  * an address reachable from every host for multi-host jobs).
  * nranks: the number of ranks that will join (1..GIN_MAX_RANKS).
  * Returns GIN_SUCCESS and writes *uid_out, or an error. Thread safe. */
-gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out);
+GIN_API gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out);
 
 /* Text form of a unique id (hex, 2*GIN_UNIQUE_ID_BYTES+1 bytes with the
  * terminating NUL) for passing through the environment (GIN_UNIQUE_ID). */
-gin_result_t gin_unique_id_to_string(const gin_unique_id_t *uid, char *buf,
-                                     size_t len);
+GIN_API gin_result_t gin_unique_id_to_string(const gin_unique_id_t *uid,
+                                             char *buf, size_t len);
 /* Parses the text form. GIN_ERR_INVALID names what was malformed. */
-gin_result_t gin_unique_id_from_string(const char *str,
-                                       gin_unique_id_t *uid_out);
+GIN_API gin_result_t gin_unique_id_from_string(const char *str,
+                                               gin_unique_id_t *uid_out);
 
 /* ------------------------------------------------------- communicator */
 
@@ -92,8 +103,9 @@ typedef struct gin_config {
  * (peers did not join within the timeout), GIN_ERR_PROTOCOL (secret or
  * size mismatch reported by the root). *comm_out is written only on
  * success. */
-gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
-                           const gin_unique_id_t *uid, const gin_config_t *cfg);
+static inline gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks,
+                                         int rank, const gin_unique_id_t *uid,
+                                         const gin_config_t *cfg);
 
 /* Like gin_comm_init, taking rank, size and job id from the environment:
  * ginrun (GIN_RANK, GIN_NRANKS, GIN_UNIQUE_ID); Open MPI
@@ -106,8 +118,27 @@ gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
  * any of these launchers is a job of one rank (a warning says so). Errors
  * as gin_comm_init, and GIN_ERR_INVALID naming the variable when a
  * launcher's variables are missing or out of range. */
-gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
-                                    const gin_config_t *cfg);
+static inline gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
+                                                  const gin_config_t *cfg);
+
+/* How the calling program was compiled, which gin_comm_init and
+ * gin_comm_init_from_env (inline, at the end of this header) hand to the
+ * library, so that a program built against other headers, or compiled by
+ * nvcc but linked with the host target's library, fails at init with a
+ * message saying what to rebuild, instead of corrupting memory later. */
+typedef struct gin_build_ {
+  uint32_t version;       /* GIN_VERSION_NUMBER of the program's headers */
+  uint32_t devcomm_bytes; /* sizeof(gin_devcomm_t) there */
+  uint32_t window_bytes;  /* sizeof(gin_window_t) there */
+  uint32_t cuda;          /* 1: the caller was compiled by nvcc */
+} gin_build_t_;
+GIN_API gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks,
+                                          int rank, const gin_unique_id_t *uid,
+                                          const gin_config_t *cfg,
+                                          const gin_build_t_ *build);
+GIN_API gin_result_t gin_comm_init_from_env_built_(gin_comm_t *comm_out,
+                                                   const gin_config_t *cfg,
+                                                   const gin_build_t_ *build);
 
 /* Tears down a communicator: windows and device communicators still
  * registered are released, peers' mappings closed, and the other ranks
@@ -116,7 +147,7 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
  * using it has finished. Also succeeds, and frees everything, on an
  * aborted communicator (a rank died). GIN_ERR_STATE if comm is not a live
  * communicator (destroyed twice). */
-gin_result_t gin_comm_destroy(gin_comm_t comm);
+GIN_API gin_result_t gin_comm_destroy(gin_comm_t comm);
 
 /* Marks the communicator aborted: every device and host wait on it returns
  * GIN_ERR_ABORTED promptly, on this rank and on the others ("aborted by
@@ -125,7 +156,7 @@ gin_result_t gin_comm_destroy(gin_comm_t comm);
  * default). An abort raised by a device error or the proxy travels the
  * same way. Safe from any thread, also while another thread is inside a
  * gin call. */
-gin_result_t gin_comm_abort(gin_comm_t comm);
+GIN_API gin_result_t gin_comm_abort(gin_comm_t comm);
 
 /* Reports an error raised asynchronously (by a device wait that timed out,
  * a device-side argument check, the proxy, or an abort), GIN_SUCCESS if
@@ -137,36 +168,38 @@ gin_result_t gin_comm_abort(gin_comm_t comm);
  * room for them, or the kernel no free slot in the proxy ring) fail with
  * GIN_ERR_TIMEOUT naming it ("peer P"); a transport connection that closed
  * or failed is GIN_ERR_REMOTE. Call it after synchronising with the
- * kernels. */
-gin_result_t gin_comm_get_async_error(gin_comm_t comm);
+ * kernels: it first waits (bounded by the timeout) until the proxy has
+ * taken every descriptor published so far, so the proxy's verdict on a
+ * kernel that has ended is included. */
+GIN_API gin_result_t gin_comm_get_async_error(gin_comm_t comm);
 
-gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);
-gin_result_t gin_comm_size(gin_comm_t comm, int *nranks_out);
+GIN_API gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);
+GIN_API gin_result_t gin_comm_size(gin_comm_t comm, int *nranks_out);
 
 /* Collective barrier over the bootstrap network (host side, bounded). */
-gin_result_t gin_comm_barrier(gin_comm_t comm);
+GIN_API gin_result_t gin_comm_barrier(gin_comm_t comm);
 
 /* Collective all-gather over the bootstrap network: rank r's `bytes` at
  * sendbuf land at recvbuf + r*bytes on every rank (recvbuf holds
  * nranks*bytes). sendbuf may alias recvbuf + rank*bytes. A NULL buffer on
  * any rank fails the call on every rank (GIN_ERR_INVALID naming it),
  * recvbuf untouched. */
-gin_result_t gin_comm_allgather(gin_comm_t comm, const void *sendbuf,
-                                void *recvbuf, size_t bytes);
+GIN_API gin_result_t gin_comm_allgather(gin_comm_t comm, const void *sendbuf,
+                                        void *recvbuf, size_t bytes);
 
 /* ------------------------------------------------------------- memory */
 
 /* Allocates `size` bytes of memory that can back a window: device memory
  * on the cuda target, shareable memory (memfd) on the host target. The
  * memory is zeroed. Thread safe. */
-gin_result_t gin_mem_alloc(size_t size, void **ptr_out);
+GIN_API gin_result_t gin_mem_alloc(size_t size, void **ptr_out);
 /* Frees memory from gin_mem_alloc. GIN_ERR_INVALID for any other pointer;
  * GIN_ERR_STATE while a window still uses it. Thread safe. */
-gin_result_t gin_mem_free(void *ptr);
+GIN_API gin_result_t gin_mem_free(void *ptr);
 /* Copies between host and gin memory (either direction, synchronous). */
-gin_result_t gin_mem_copy(void *dst, const void *src, size_t bytes);
+GIN_API gin_result_t gin_mem_copy(void *dst, const void *src, size_t bytes);
 /* Sets bytes of gin memory (synchronous). */
-gin_result_t gin_mem_set(void *dst, int value, size_t bytes);
+GIN_API gin_result_t gin_mem_set(void *dst, int value, size_t bytes);
 
 /* Window registration and device-communicator creation/destruction change
  * tables that kernels read through a read-only cache: no kernel using the
@@ -180,14 +213,14 @@ gin_result_t gin_mem_set(void *dst, int value, size_t bytes);
  * Errors: GIN_ERR_INVALID (ptr not from gin_mem_alloc, range past the
  * allocation, size 0), GIN_ERR_AGAIN (window table full, see
  * GIN_MAX_WINDOWS). */
-gin_result_t gin_window_register(gin_comm_t comm, void *ptr, size_t size,
-                                 gin_window_t *win_out);
+GIN_API gin_result_t gin_window_register(gin_comm_t comm, void *ptr,
+                                         size_t size, gin_window_t *win_out);
 /* Collective: unmaps peers' views and retires the handle (later device use
  * of it is reported as a bad window). GIN_ERR_INVALID for a handle that is
  * not live (deregistered twice). On an aborted communicator (a rank died)
  * it releases the window on this rank alone, so its memory can be freed,
  * and returns the abort's error. */
-gin_result_t gin_window_deregister(gin_comm_t comm, gin_window_t win);
+GIN_API gin_result_t gin_window_deregister(gin_comm_t comm, gin_window_t win);
 
 /* ------------------------------------------------- device communicator */
 
@@ -202,14 +235,15 @@ typedef struct gin_devcomm_reqs {
 /* Creates the device communicator (collective): signal and barrier memory
  * shared with load/store peers, local counters and shadows. *dcomm_out is a
  * plain struct; pass it by value to kernels. reqs may be NULL. */
-gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
-                                gin_devcomm_t *dcomm_out);
+GIN_API gin_result_t gin_devcomm_create(gin_comm_t comm,
+                                        const gin_devcomm_reqs_t *reqs,
+                                        gin_devcomm_t *dcomm_out);
 /* Releases a device communicator (collective). GIN_ERR_INVALID on every
  * rank, nothing released anywhere, if it is NULL or not live on comm on
  * any rank. On an aborted communicator a live handle is released locally
  * (GIN_SUCCESS); if the bootstrap fails otherwise (a timeout), the error
  * is returned and the handle stays until gin_comm_destroy. */
-gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm);
+GIN_API gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm);
 
 /* ------------------------------------------------------------ settings */
 
@@ -226,11 +260,37 @@ typedef struct gin_setting {
 
 /* Number of settings: every one of either target, whichever this library
  * is. Thread-safe. */
-int gin_param_count(void);
+GIN_API int gin_param_count(void);
 /* Describes the i-th setting (sorted by name) into *info_out. Errors:
  * GIN_ERR_INVALID (i out of [0, gin_param_count()), info_out NULL).
  * Thread-safe. For tools (ginrun --env). */
-gin_result_t gin_param_info(int i, gin_setting_t *info_out);
+GIN_API gin_result_t gin_param_info(int i, gin_setting_t *info_out);
+
+/* ---------------------------------------------------- inline wrappers */
+
+#ifdef __CUDACC__
+#define GIN_BUILD_CUDA_ 1u
+#else
+#define GIN_BUILD_CUDA_ 0u
+#endif
+#define GIN_BUILD_INIT_                                                        \
+  {                                                                            \
+    (uint32_t) GIN_VERSION_NUMBER, (uint32_t)sizeof(gin_devcomm_t),            \
+        (uint32_t)sizeof(gin_window_t), GIN_BUILD_CUDA_                        \
+  }
+
+static inline gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks,
+                                         int rank, const gin_unique_id_t *uid,
+                                         const gin_config_t *cfg) {
+  gin_build_t_ b = GIN_BUILD_INIT_;
+  return gin_comm_init_built_(comm_out, nranks, rank, uid, cfg, &b);
+}
+
+static inline gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
+                                                  const gin_config_t *cfg) {
+  gin_build_t_ b = GIN_BUILD_INIT_;
+  return gin_comm_init_from_env_built_(comm_out, cfg, &b);
+}
 
 #ifdef __cplusplus
 }

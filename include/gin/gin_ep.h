@@ -41,21 +41,21 @@ typedef struct gin_ep_config {
 
 /* Bytes of device memory a buffer of this configuration takes per rank
  * (windows, staging and outputs). */
-gin_result_t gin_ep_size_hint(const gin_ep_config_t *cfg, int nranks,
-                              size_t *bytes_out);
+GIN_API gin_result_t gin_ep_size_hint(const gin_ep_config_t *cfg, int nranks,
+                                      size_t *bytes_out);
 
 /* Creates a buffer on comm (collective: every rank calls it with the same
  * configuration; a mismatch fails on every rank naming the field).
  * Errors: GIN_ERR_INVALID (bad configuration), GIN_ERR_NOMEM. */
-gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
-                           gin_ep_t *ep_out);
+GIN_API gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
+                                   gin_ep_t *ep_out);
 /* Collective. No dispatch or combine may be in flight. After an error the
  * device reported (gin_comm_get_async_error: the communicator is aborted)
  * the buffer's state is undefined: destroy it (on an aborted communicator
  * gin_ep_destroy frees it locally, whatever it returns), then the
  * communicator. A call refused on the host (bad arguments) changes
  * nothing. */
-gin_result_t gin_ep_destroy(gin_ep_t ep);
+GIN_API gin_result_t gin_ep_destroy(gin_ep_t ep);
 
 /* Phases of an operation: both (the default), or send and receive issued
  * separately so compute can run in between (DeepEP's hook). */
@@ -83,9 +83,10 @@ typedef struct gin_ep_recv {
  * device (an expert id out of range) is reported through
  * gin_comm_get_async_error and aborts the communicator, with nothing
  * written. phases: GIN_EP_SEND, GIN_EP_RECV or GIN_EP_BOTH. */
-gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
-                             const int32_t *topk_idx, int num_tokens,
-                             gin_ep_recv_t *recv, void *stream, int phases);
+GIN_API gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
+                                     const int32_t *topk_idx, int num_tokens,
+                                     gin_ep_recv_t *recv, void *stream,
+                                     int phases);
 
 /* Combine: y [L][R * max_tokens][H] bf16, the experts' outputs in the
  * slots dispatch filled (recv of the last dispatch); topk_weights [T][K]
@@ -93,10 +94,10 @@ gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
  * GIN_ERR_INVALID); out [T][H] bf16 receives
  * sum_k topk_weights[t][k] * y(expert topk_idx[t][k], token t) (fp32
  * accumulation, k in order; rows of tokens routed nowhere are zero). */
-gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
-                            const int32_t *topk_idx, const float *topk_weights,
-                            int num_tokens, uint16_t *out, void *stream,
-                            int phases);
+GIN_API gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
+                                    const int32_t *topk_idx,
+                                    const float *topk_weights, int num_tokens,
+                                    uint16_t *out, void *stream, int phases);
 
 /* The buffer's combine input: device memory for y [L][R * max_tokens][H]
  * bf16. Experts that write their outputs here (after the dispatch's
@@ -107,13 +108,13 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
  * combine receive is done, which the next dispatch's receive waits for:
  * write the next outputs only after it. Any other y works as before (its
  * rows are copied). The pointer does not change. */
-gin_result_t gin_ep_combine_buffer(gin_ep_t ep, uint16_t **y_out);
+GIN_API gin_result_t gin_ep_combine_buffer(gin_ep_t ep, uint16_t **y_out);
 
 /* Host helpers for the formats (also what the CPU reference uses). */
-float gin_bf16_to_float(uint16_t v);
-uint16_t gin_float_to_bf16(float f); /* round to nearest even */
-float gin_fp8e4m3_to_float(uint8_t v);
-uint8_t gin_float_to_fp8e4m3(float f); /* nearest even, saturating */
+GIN_API float gin_bf16_to_float(uint16_t v);
+GIN_API uint16_t gin_float_to_bf16(float f); /* round to nearest even */
+GIN_API float gin_fp8e4m3_to_float(uint8_t v);
+GIN_API uint8_t gin_float_to_fp8e4m3(float f); /* nearest even, saturating */
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,8 @@
 #ifndef GIN_RESULT_H
 #define GIN_RESULT_H
 
+#include "gin/api.h"
+
 typedef int gin_result_t;
 
 #define GIN_SUCCESS 0

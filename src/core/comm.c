@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/build.h"
 #include "core/comm.h"
 
 #define GIN_COMM_MAGIC 0x67696e636f6d6d31ull /* "gincomm1" */
@@ -403,9 +404,11 @@ static void comm_free(gin_comm_t c) {
   free(c);
 }
 
-gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
-                           const gin_unique_id_t *uid,
-                           const gin_config_t *cfg) {
+gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks, int rank,
+                                  const gin_unique_id_t *uid,
+                                  const gin_config_t *cfg,
+                                  const gin_build_t_ *build) {
+  GIN_CHECK(gin_build_check_(build, "gin_comm_init"));
   GIN_ARG_CHECK(comm_out && uid, "gin_comm_init: %s is NULL",
                 comm_out ? "uid" : "comm_out");
   GIN_ARG_CHECK(nranks >= 1 && nranks <= GIN_MAX_RANKS,
@@ -819,6 +822,19 @@ static gin_result_t comm_async_error(gin_comm_t comm) {
 
 gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
   GIN_CHECK(comm_find(comm, "gin_comm_get_async_error"));
+  /* Descriptors published to the proxy and not yet consumed may hold an
+   * error: the proxy takes them first, so that the error of a kernel that
+   * has ended shows now, not after a gin_flush. A proxy held up by a
+   * transport gives up within the timeout and records why (aborting the
+   * communicator, which ends this wait): the grace lets that record be
+   * the answer rather than this wait's own timeout. */
+  if (!gin_comm_aborted_by_(comm)) {
+    gin_result_t q = gin_proxy_quiesce(comm, 1000);
+    if (q != GIN_SUCCESS) {
+      gin_result_t a = comm_async_error(comm);
+      return a != GIN_SUCCESS ? a : q;
+    }
+  }
   return comm_async_error(comm);
 }
 

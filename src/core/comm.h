@@ -182,8 +182,9 @@ struct gin_proxy;
 struct gin_proxy_ring;
 gin_result_t gin_proxy_attach(gin_comm_t comm);
 void gin_proxy_detach(gin_comm_t comm);
-/* Waits (bounded) until the proxy consumed everything kernels posted. */
-gin_result_t gin_proxy_quiesce(gin_comm_t comm);
+/* Waits until the proxy consumed everything kernels posted, at most the
+ * timeout plus grace_ms (proxy.h). */
+gin_result_t gin_proxy_quiesce(gin_comm_t comm, int grace_ms);
 /* Whether a proxy thread of comm waits for a transport's room to send to
  * a peer, or gave up waiting (the communicator is then failing): 1 with
  * that peer, the wait in ms (so far, or until it gave up) and the

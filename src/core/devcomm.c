@@ -241,7 +241,7 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
         word == 1 ? "a NULL dcomm" : "a device communicator that is not live");
   GIN_CHECK(res);
   /* Its rings may still hold descriptors: let the proxy consume them. */
-  GIN_CHECK(gin_proxy_quiesce(comm));
+  GIN_CHECK(gin_proxy_quiesce(comm, 0));
   gin_devcomm_res_t *d = *pp;
   *pp = d->next;
   res_free(comm, d, 1);

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "bootstrap.h"
+#include "build.h"
 #include "core.h"
 
 GIN_PARAM_STR(param_job_secret, "JOB_SECRET", "",
@@ -260,8 +261,10 @@ static gin_result_t env_ginrun(env_job_t *job, gin_unique_id_t *uid) {
   return GIN_SUCCESS;
 }
 
-gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
-                                    const gin_config_t *cfg) {
+gin_result_t gin_comm_init_from_env_built_(gin_comm_t *comm_out,
+                                           const gin_config_t *cfg,
+                                           const gin_build_t_ *build) {
+  GIN_CHECK(gin_build_check_(build, "gin_comm_init_from_env"));
   GIN_ARG_CHECK(comm_out, "gin_comm_init_from_env: comm_out is NULL");
   env_job_t job = {0};
   gin_unique_id_t uid;
@@ -274,7 +277,8 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
       env_get("GIN_UNIQUE_ID")) {
     GIN_CHECK(env_ginrun(&job, &uid));
     GIN_INFO(ENV, "launcher ginrun: rank %d of %d", job.rank, job.nranks);
-    return gin_comm_init(comm_out, job.nranks, job.rank, &uid, cfg);
+    return gin_comm_init_built_(comm_out, job.nranks, job.rank, &uid, cfg,
+                                build);
   }
 
   GIN_CHECK(env_detect(&job));
@@ -285,7 +289,7 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
                   "SLURM_PROCID, SLURM_NTASKS; torchrun: RANK, WORLD_SIZE): "
                   "running as a job of one rank");
     GIN_CHECK(gin_get_unique_id(1, &uid));
-    return gin_comm_init(comm_out, 1, 0, &uid, cfg);
+    return gin_comm_init_built_(comm_out, 1, 0, &uid, cfg, build);
   }
   const char *addr = env_get("GIN_ROOT_ADDR");
   if (!addr) addr = env_get("MASTER_ADDR");
@@ -306,5 +310,5 @@ gin_result_t gin_comm_init_from_env(gin_comm_t *comm_out,
     GIN_CHECK(gin_bs_root_start(job.nranks, addr, port, secret, timeout, &uid));
   else
     GIN_CHECK(env_uid_build(addr, port, secret, job.nranks, &uid));
-  return gin_comm_init(comm_out, job.nranks, job.rank, &uid, cfg);
+  return gin_comm_init_built_(comm_out, job.nranks, job.rank, &uid, cfg, build);
 }

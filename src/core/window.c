@@ -244,7 +244,7 @@ gin_result_t gin_window_deregister_(gin_comm_t c, gin_window_t win,
                       "a live window (deregistered twice?)",
                       c->rank, win.idx, win.gen);
   /* Descriptors kernels posted before may still name this window. */
-  if (local == GIN_SUCCESS) local = gin_proxy_quiesce(c);
+  if (local == GIN_SUCCESS) local = gin_proxy_quiesce(c, 0);
   /* Collective: nobody unmaps while a peer may still be registering. */
   int first = -1;
   int32_t word = 0;

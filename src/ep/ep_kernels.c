@@ -17,6 +17,7 @@
  * come before the device headers. */
 #ifndef GIN_EP_DEVICE_CHECKS
 #undef GIN_DEVICE_CHECKS
+#define GIN_DEVICE_CHECKS 0
 #endif
 
 #include "ep/ep.h"

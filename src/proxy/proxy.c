@@ -717,10 +717,11 @@ free_proxy:
   return res;
 }
 
-gin_result_t gin_proxy_quiesce(gin_comm_t c) {
+gin_result_t gin_proxy_quiesce(gin_comm_t c, int grace_ms) {
   struct gin_proxy *px = c->proxy;
   if (!px) return GIN_SUCCESS;
-  uint64_t deadline = gin_now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+  uint64_t deadline =
+      gin_now_ns() + (uint64_t)(c->timeout_ms + grace_ms) * 1000000ull;
   pthread_mutex_lock(&px->lock);
   gin_proxy_ring_t *r = px->rings;
   pthread_mutex_unlock(&px->lock);

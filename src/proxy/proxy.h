@@ -47,9 +47,11 @@ typedef struct gin_proxy_ring {
 /* Starts the proxy threads and transports of a communicator that has
  * proxied peers (collective: every rank calls it). */
 gin_result_t gin_proxy_attach(gin_comm_t comm);
-/* Waits, bounded by the timeout, until every ring of the communicator is
- * consumed (before windows or rings go away). */
-gin_result_t gin_proxy_quiesce(gin_comm_t comm);
+/* Waits, bounded by the timeout plus grace_ms, until every ring of the
+ * communicator is consumed (before windows or rings go away, or an error
+ * report); returns at once, successfully, once the communicator is
+ * aborted. */
+gin_result_t gin_proxy_quiesce(gin_comm_t comm, int grace_ms);
 /* Stops the threads and closes the transports. */
 void gin_proxy_detach(gin_comm_t comm);
 

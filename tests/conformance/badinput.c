@@ -8,6 +8,7 @@
  */
 #ifdef BADINPUT_NOCHECKS
 #undef GIN_DEVICE_CHECKS
+#define GIN_DEVICE_CHECKS 0
 #endif
 #include <pthread.h>
 #include <unistd.h>
@@ -87,6 +88,7 @@ typedef struct args {
   gin_devcomm_t dc;
   gin_window_t win, stale;
   int which;
+  int flush;   /* proxied puts: the kernel flushes (else it just ends) */
   int *rc_out; /* gin memory */
 } args_t;
 
@@ -136,8 +138,10 @@ GIN_KERNEL(k_bad, args_t) {
     case C_ABORT: rc = gin_signal_wait(dc, 7, 1, c); break;
     }
   }
-  /* Proxied puts fail later, in the proxy: wait until it consumed them. */
-  if (dc->rank == 0 && rc == GIN_SUCCESS && args.which < C_TIMEOUT) {
+  /* Proxied puts fail later, in the proxy: wait until it consumed them
+   * (or, without the flush, gin_comm_get_async_error must still see it). */
+  if (dc->rank == 0 && rc == GIN_SUCCESS && args.which < C_TIMEOUT &&
+      args.flush) {
     rc = gin_flush(dc, 0, c);
     /* A wait that then runs into the proxy's abort must not hide the
      * proxy's reason from gin_comm_get_async_error. */
@@ -199,6 +203,10 @@ static void *abort_later(void *p) {
   return NULL;
 }
 
+/* --no-flush: the kernels end without a gin_flush (the failing rank asks
+ * gin_comm_get_async_error at once, before any other call). */
+static int no_flush;
+
 static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   sub_t s;
   memset(&s, 0, sizeof s);
@@ -213,6 +221,7 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   a.stale = s.win;
   a.stale.gen += 7;
   a.which = which;
+  a.flush = !no_flush;
   a.rc_out = rc_dev;
   if (which == C_DEREG) {
     void *m2 = NULL;
@@ -233,14 +242,24 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   uint64_t secs = (uint64_t)time(NULL) - t0;
   if (which == C_ABORT && rank == 0) pthread_join(th, NULL);
   TCHECK(lrc);
+  int fr = case_rank[which];
+  /* The failing rank asks first, right after its kernel ended; the others
+   * after the barrier, by when its abort has reached them. */
+  gin_result_t async = GIN_SUCCESS;
+  char msg[512];
+  if (rank == fr) {
+    async = gin_comm_get_async_error(s.comm);
+    snprintf(msg, sizeof msg, "%s", gin_last_error());
+  }
   TCHECK(gin_comm_barrier(world));
+  if (rank != fr) {
+    async = gin_comm_get_async_error(s.comm);
+    snprintf(msg, sizeof msg, "%s", gin_last_error());
+  }
   int fails = 0;
   int rc = 0;
   TCHECK(gin_mem_copy(&rc, rc_dev, sizeof rc));
-  gin_result_t async = gin_comm_get_async_error(s.comm);
-  const char *msg = gin_last_error();
   const char *words = NOCHECKS ? proxy_words[which] : case_words[which];
-  int fr = case_rank[which];
   char by[32];
   snprintf(by, sizeof by, "aborted by rank %d", fr);
   if (rank == fr) {
@@ -350,7 +369,8 @@ static int host_cases(gin_comm_t world, int rank, int nranks) {
   return fails;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  no_flush = argc > 1 && !strcmp(argv[1], "--no-flush");
   test_require_device();
   int rank, nranks;
   gin_comm_t world = test_world_init(&rank, &nranks, 2);

@@ -182,6 +182,22 @@ static gin_result_t init_cfg_timeout(ctx_t *t) {
   return gin_comm_init(&t->c, t->nranks, t->rank, &t->uid, &c);
 }
 CALL(init_env_null, gin_comm_init_from_env(NULL, NULL))
+/* A program built against other headers, or by nvcc for the cuda target
+ * but linked with gin_host: refused at init, saying what to rebuild. */
+static gin_result_t init_built(ctx_t *t, int what, int env) {
+  gin_build_t_ b = GIN_BUILD_INIT_;
+  if (what == 0) b.version += 100; /* the next minor release's headers */
+  if (what == 1) b.devcomm_bytes += 8;
+  if (what == 2) b.cuda = 1;
+  return env ? gin_comm_init_from_env_built_(&t->c, NULL, &b)
+             : gin_comm_init_built_(&t->c, t->nranks, t->rank, &t->uid, NULL,
+                                    &b);
+}
+CALL(init_built_version, init_built(t, 0, 0))
+CALL(init_built_sizes, init_built(t, 1, 0))
+CALL(init_built_cuda, init_built(t, 2, 0))
+CALL(init_env_built_version, init_built(t, 0, 1))
+CALL(init_env_built_cuda, init_built(t, 2, 1))
 static gin_result_t init_env_cfg(ctx_t *t) {
   gin_config_t c = config(1, 0);
   return gin_comm_init_from_env(&t->c, &c);
@@ -377,6 +393,7 @@ CALL(comb_y_inside,
 
 #define NUL "null"
 #define RNG "range"
+#define BLD "build" /* the program's build does not match the library's */
 #define STA "state"
 #define DEAD "destroyed"
 #define SETUP NULL
@@ -404,6 +421,16 @@ static const bad_case_t cases[] = {
     {"gin_comm_init", RNG, init_rank_neg, INV, "rank -1 outside", NULL},
     {"gin_comm_init", RNG, init_cfg_size, INV, "cfg->size", NULL},
     {"gin_comm_init", RNG, init_cfg_timeout, INV, "timeout_ms -5", NULL},
+    {"gin_comm_init", BLD, init_built_version, INV,
+     "compiled with gin's headers of version 0.2.0", NULL},
+    {"gin_comm_init", BLD, init_built_sizes, INV,
+     "gin_devcomm_t and gin_window_t are", NULL},
+    {"gin_comm_init", BLD, init_built_cuda, INV,
+     "compiled by nvcc for the cuda target but is linked with gin_host", NULL},
+    {"gin_comm_init_from_env", BLD, init_env_built_version, INV,
+     "rebuild it against that library's headers", NULL},
+    {"gin_comm_init_from_env", BLD, init_env_built_cuda, INV, "link gin_cuda",
+     NULL},
     {"gin_comm_init_from_env", NUL, init_env_null, INV, "comm_out is NULL",
      NULL},
     {"gin_comm_init_from_env", RNG, init_env_cfg, INV, "cfg->size 1", NULL},

@@ -1200,9 +1200,11 @@ static struct {
 } stub;
 static char stub_comm;
 
-gin_result_t gin_comm_init(gin_comm_t *comm_out, int nranks, int rank,
-                           const gin_unique_id_t *uid,
-                           const gin_config_t *cfg) {
+gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks, int rank,
+                                  const gin_unique_id_t *uid,
+                                  const gin_config_t *cfg,
+                                  const gin_build_t_ *build) {
+  (void)build;
   stub.called = 1;
   stub.rank = rank;
   stub.nranks = nranks;

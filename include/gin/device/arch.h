@@ -39,8 +39,8 @@ GIN_DEVICE_FN int gin_grid_dim(void) { return (int)gridDim.x; }
 GIN_DEVICE_FN int gin_thread_idx(void) { return (int)threadIdx.x; }
 GIN_DEVICE_FN int gin_block_dim(void) { return (int)blockDim.x; }
 #else
-extern _Thread_local int gin_host_block_idx_;
-extern _Thread_local int gin_host_grid_dim_;
+GIN_API extern _Thread_local int gin_host_block_idx_;
+GIN_API extern _Thread_local int gin_host_grid_dim_;
 GIN_DEVICE_FN int gin_block_idx(void) { return gin_host_block_idx_; }
 GIN_DEVICE_FN int gin_grid_dim(void) { return gin_host_grid_dim_; }
 GIN_DEVICE_FN int gin_thread_idx(void) { return 0; }
@@ -392,7 +392,7 @@ GIN_DEVICE_FN uint64_t gin_cycles(void) { return gin_time_ns(); }
  * CPUs per rank on this machine (gin_arch_local_ranks, arch_host.c). Read
  * relaxed: any value seen is a valid one. */
 #define GIN_SPIN_YIELD_AFTER 64
-extern uint32_t gin_host_spins_;
+GIN_API extern uint32_t gin_host_spins_;
 GIN_DEVICE_FN uint32_t gin_spin_yield_after(void) {
   return __atomic_load_n(&gin_host_spins_, __ATOMIC_RELAXED);
 }
@@ -629,7 +629,8 @@ typedef cudaStream_t gin_stream_t;
 #else
 typedef void *gin_stream_t;
 typedef void (*gin_host_kernel_fn)(const void *args);
-gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid, const void *args);
+GIN_API gin_result_t gin_host_launch(gin_host_kernel_fn fn, int grid,
+                                     const void *args);
 #define GIN_KERNEL(name, args_t)                                               \
   static void name##_body_(args_t args);                                       \
   static void name(const void *p) { name##_body_(*(const args_t *)p); }        \

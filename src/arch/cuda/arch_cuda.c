@@ -537,3 +537,22 @@ gin_result_t gin_arch_staging_alloc(size_t size, void **ptr_out) {
 void gin_arch_staging_free(void *ptr) {
   if (ptr) cudaFreeHost(ptr);
 }
+
+/* A kernel compiled for the host target (by a C compiler, where GIN_KERNEL
+ * makes a CPU function and gin_launch calls this) in a program linked with
+ * the cuda target's library: refused, saying what to rebuild, where the
+ * kernel would otherwise run on the CPU over device memory. The host
+ * target's thread-local indices and spin count are defined here too, so
+ * that such a program links and gets this message. */
+GIN_API _Thread_local int gin_host_block_idx_;
+GIN_API _Thread_local int gin_host_grid_dim_ = 1;
+GIN_API uint32_t gin_host_spins_ = 64;
+GIN_API gin_result_t gin_host_launch(void (*fn)(const void *args), int grid,
+                                     const void *args) {
+  (void)fn, (void)grid, (void)args;
+  return GIN_ERROR(GIN_ERR_INVALID,
+                   "gin_launch: this kernel was compiled for the host target "
+                   "(by a C compiler, not nvcc) but the program is linked "
+                   "with gin_cuda: compile its source as CUDA (nvcc -x cu; "
+                   "CMake: gin_device_program) or link gin_host");
+}

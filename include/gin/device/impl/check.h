@@ -2,10 +2,14 @@
 #ifndef GIN_DEVICE_IMPL_CHECK_H
 #define GIN_DEVICE_IMPL_CHECK_H
 
-#ifdef GIN_DEVICE_CHECKS
-#define GIN_DEV_CHECKS_ON 1
-#else
+/* On unless the program is compiled with GIN_DEVICE_CHECKS defined to 0
+ * (-DGIN_DEVICE_CHECKS=0; CMake: -DGIN_DEVICE_CHECKS=OFF): a program built
+ * with any compile line gets the checks. Defined empty or non-zero: on. */
+#if defined(GIN_DEVICE_CHECKS) && (GIN_DEVICE_CHECKS + 0 == 0) &&              \
+    (0 - GIN_DEVICE_CHECKS - 1 == -1)
 #define GIN_DEV_CHECKS_ON 0
+#else
+#define GIN_DEV_CHECKS_ON 1
 #endif
 
 /* Marks this rank's communicator aborted by `who` (1 + rank), and every

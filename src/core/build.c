@@ -1,0 +1,46 @@
+/*
+ * The library's version, and the check that a program was built against
+ * it: gin_comm_init and gin_comm_init_from_env (inline in gin.h) hand over
+ * the program's header version, the sizes of the structs kernels receive
+ * and whether the caller was compiled by nvcc.
+ */
+#include "arch/arch.h"
+#include "core/build.h"
+#include "core/core.h"
+
+const char *gin_version(void) {
+#define GIN_STR2_(x) #x
+#define GIN_STR_(x) GIN_STR2_(x)
+  return GIN_STR_(GIN_VERSION_MAJOR) "." GIN_STR_(
+      GIN_VERSION_MINOR) "." GIN_STR_(GIN_VERSION_PATCH);
+}
+
+gin_result_t gin_build_check_(const gin_build_t_ *b, const char *fn) {
+  const char *lib = gin_arch_device_mem_is_host() ? "gin_host" : "gin_cuda";
+  GIN_ARG_CHECK(b, "%s: no build description", fn);
+  if (b->version != GIN_VERSION_NUMBER)
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "%s: this program was compiled with gin's headers of "
+                     "version %u.%u.%u but runs with the library %s %s: "
+                     "rebuild it against that library's headers",
+                     fn, b->version / 10000, b->version / 100 % 100,
+                     b->version % 100, lib, gin_version());
+  if (b->devcomm_bytes != sizeof(gin_devcomm_t) ||
+      b->window_bytes != sizeof(gin_window_t))
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "%s: this program's gin_devcomm_t and gin_window_t are "
+                     "%u and %u bytes, the library's (%s %s) %zu and %zu: "
+                     "it was compiled with other headers; rebuild it against "
+                     "the library's",
+                     fn, b->devcomm_bytes, b->window_bytes, lib, gin_version(),
+                     sizeof(gin_devcomm_t), sizeof(gin_window_t));
+  if (b->cuda && gin_arch_device_mem_is_host())
+    return GIN_ERROR(GIN_ERR_INVALID,
+                     "%s: this program was compiled by nvcc for the cuda "
+                     "target but is linked with gin_host, the host target's "
+                     "library (its memory is host memory a GPU kernel cannot "
+                     "use): link gin_cuda (CMake gin::cuda, pkg-config "
+                     "gin-cuda)",
+                     fn);
+  return GIN_SUCCESS;
+}
