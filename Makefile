@@ -7,8 +7,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 NRANKS ?= 4
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all build run test test-tcp asan tsan fuzz format format-check clean deps
+.PHONY: all build run test test-tcp install asan tsan fuzz format format-check clean deps
 
 all: build
 
@@ -27,6 +28,11 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 600
+
+# Headers, libraries, CMake package, pkg-config files and tools into
+# $(PREFIX) (README, "Installing").
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # The same suite with every peer forced through the proxy and tcp (tests
 # that set their own backend or transport keep theirs): assumptions that

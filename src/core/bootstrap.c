@@ -750,7 +750,7 @@ static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
   char what[160], why[128] = "";
   int n = bs->nranks, io;
   uint8_t msg[BS_HELLO_BYTES]; /* the hello, then the reply header */
-  gin_bs_reply_t rep;
+  gin_bs_reply_t rep = {0};    /* set by gin_bs_reply_check on success */
   gin_bs_hello_encode(hello, msg);
   snprintf(what, sizeof what, "bootstrap: rank %d registering with root %s",
            bs->rank, rstr);

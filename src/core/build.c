@@ -4,8 +4,8 @@
  * the program's header version, the sizes of the structs kernels receive
  * and whether the caller was compiled by nvcc.
  */
-#include "arch/arch.h"
 #include "core/build.h"
+#include "arch/arch.h"
 #include "core/core.h"
 
 const char *gin_version(void) {
