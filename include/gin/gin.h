@@ -174,6 +174,12 @@ GIN_API gin_result_t gin_comm_abort(gin_comm_t comm);
 GIN_API gin_result_t gin_comm_get_async_error(gin_comm_t comm);
 
 GIN_API gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);
+/* The ranks of the communicator that share this rank's device (its GPU;
+ * on the host target, its machine), this rank included: they share its
+ * SMs and memory bandwidth, so a grid of blocks that wait for peers is
+ * sized by them (README, "CUDA lazy loading and kernels that wait").
+ * GIN_ERR_STATE if comm is not live. */
+GIN_API gin_result_t gin_comm_device_ranks(gin_comm_t comm, int *count_out);
 GIN_API gin_result_t gin_comm_size(gin_comm_t comm, int *nranks_out);
 
 /* Collective barrier over the bootstrap network (host side, bounded). */

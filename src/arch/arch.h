@@ -1,7 +1,7 @@
 /*
  * Target layer, host side: what differs between the cuda and host targets
  * when allocating, sharing and copying memory. Implemented once per target
- * (arch_host.c, arch_cuda.c). The bottom layer: includes only core.h.
+ * (arch_host.c, arch_cuda.c). Above base/ only: includes base/base.h.
  */
 #ifndef GIN_ARCH_H
 #define GIN_ARCH_H
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "base/base.h"
 
 /* Settings read by one target (declared in params.c). */
 int64_t gin_arch_param_cuda_device(void);  /* GIN_CUDA_DEVICE, cuda */
@@ -96,6 +96,9 @@ void gin_arch_dev_free(void *ptr);
 
 /* Synchronous copies and fills; pointers may be host or device memory. */
 gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes);
+/* Reads a 64-bit word of device memory that kernels may be updating with
+ * atomics meanwhile (cuda: a copy-engine read; host: an acquire load). */
+gin_result_t gin_arch_dev_load_u64(const uint64_t *dev, uint64_t *out);
 /* Sets a 32-bit word of device memory to 1 while kernels may be running
  * and reading it (cuda: a copy-engine write, which spinning kernels do
  * not hold up, waited for at most a second; host: an atomic store). */
@@ -128,6 +131,16 @@ gin_result_t gin_arch_atomic_add_u64(uint64_t *host_ptr, uint64_t value);
  * where they serve kernels; no on the host target, whose ranks' kernels
  * run on the same cores. */
 int gin_arch_proxy_busy_poll_default(void);
+
+/* Whether kernels can wake a sleeping proxy thread (a doorbell it polls):
+ * the host target's kernels are CPU threads; a GPU cannot. */
+static inline int gin_arch_kernels_wake_proxy(void) {
+#ifdef GIN_TARGET_HOST
+  return 1;
+#else
+  return 0;
+#endif
+}
 
 /* Target defaults that are constants, decided at compile time (gin_host
  * builds with GIN_TARGET_HOST, gin_cuda with GIN_TARGET_CUDA); inline so

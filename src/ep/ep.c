@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "base/base.h"
 #include "ep/ep.h"
 #include "ep/ep_format.h"
 
@@ -124,12 +124,18 @@ gin_result_t gin_ep_size_hint(const gin_ep_config_t *cfg, int nranks,
   return GIN_SUCCESS;
 }
 
+/* This rank in its communicator, through the public API (EP is its
+ * client): rank, size, and the ranks on this rank's device. */
+typedef struct ep_who {
+  int rank, nranks, near;
+} ep_who_t;
+
 /* Every rank's configuration must be this rank's (collective). */
-static gin_result_t config_agree(gin_comm_t comm, const gin_ep_config_t *mine,
-                                 int ok) {
+static gin_result_t config_agree(gin_comm_t comm, const ep_who_t *who,
+                                 const gin_ep_config_t *mine, int ok) {
   int32_t v[6] = {mine->max_tokens,  mine->hidden, mine->topk,
                   mine->num_experts, mine->fp8,    ok};
-  int n = comm->nranks;
+  int n = who->nranks;
   int32_t *all = (int32_t *)calloc((size_t)n, sizeof v);
   if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "gin_ep_create");
   gin_result_t res = gin_comm_allgather(comm, v, all, sizeof v);
@@ -147,7 +153,7 @@ static gin_result_t config_agree(gin_comm_t comm, const gin_ep_config_t *mine,
         res = GIN_ERROR(GIN_ERR_INVALID,
                         "gin_ep_create: %s is %d on rank %d but %d on rank %d "
                         "(every rank must pass the same configuration)",
-                        names[i], o[i], r, v[i], comm->rank);
+                        names[i], o[i], r, v[i], who->rank);
         break;
       }
   }
@@ -156,24 +162,32 @@ static gin_result_t config_agree(gin_comm_t comm, const gin_ep_config_t *mine,
 }
 
 /* This rank's own checks of gin_ep_create's arguments. */
-static gin_result_t create_args(gin_comm_t comm, const gin_ep_config_t *cfg,
+static gin_result_t create_args(const ep_who_t *who, const gin_ep_config_t *cfg,
                                 const gin_ep_t *ep_out, gin_ep_geom_t *g) {
   GIN_ARG_CHECK(ep_out, "gin_ep_create: ep_out is NULL");
-  return geom_make(cfg, comm->nranks, comm->rank, g);
+  return geom_make(cfg, who->nranks, who->rank, g);
 }
 
 gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
                            gin_ep_t *ep_out) {
-  GIN_CHECK(gin_comm_check_(comm, "gin_ep_create"));
+  GIN_ARG_CHECK(comm, "gin_ep_create: comm is NULL");
+  ep_who_t who;
+  if (gin_comm_rank(comm, &who.rank) != GIN_SUCCESS ||
+      gin_comm_size(comm, &who.nranks) != GIN_SUCCESS ||
+      gin_comm_device_ranks(comm, &who.near) != GIN_SUCCESS)
+    return GIN_ERROR(GIN_ERR_STATE,
+                     "gin_ep_create: communicator %p is not live (destroyed "
+                     "already?)",
+                     (void *)comm);
   gin_ep_geom_t g;
   gin_ep_config_t zero;
   memset(&zero, 0, sizeof zero);
-  gin_result_t local = create_args(comm, cfg, ep_out, &g);
+  gin_result_t local = create_args(&who, cfg, ep_out, &g);
   /* A rank with bad arguments still takes part, so all fail at once. */
   gin_result_t res =
-      config_agree(comm, cfg ? cfg : &zero, local == GIN_SUCCESS);
+      config_agree(comm, &who, cfg ? cfg : &zero, local == GIN_SUCCESS);
   if (local != GIN_SUCCESS)
-    return create_args(comm, cfg, ep_out, &g); /* its message */
+    return create_args(&who, cfg, ep_out, &g); /* its message */
   GIN_CHECK(res);
 
   gin_ep_t ep = (gin_ep_t)calloc(1, sizeof *ep);
@@ -203,7 +217,7 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   if (res != GIN_SUCCESS) goto free_mem;
   gin_devcomm_reqs_t reqs;
   memset(&reqs, 0, sizeof reqs);
-  reqs.contexts = comm->nranks < 8 ? comm->nranks : 8;
+  reqs.contexts = who.nranks < 8 ? who.nranks : 8;
   reqs.signals = (int)gin_ep_nsignals(&g); /* <= 2^20, checked */
   reqs.counters = 1;
   reqs.barriers = 1;
@@ -222,17 +236,14 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->scratch = (uint64_t *)(o + offs[7]);
   GIN_CHECK_GOTO(gin_mem_set(ep->scratch, 0, ((size_t)g.E + 1 + g.L) * 8), res,
                  free_outputs);
-  for (int i = 0; i < comm->nranks; i++)
-    ep->near += gin_arch_same_device(&comm->peers[comm->rank].dev,
-                                     &comm->peers[i].dev) != 0;
-  if (ep->near < 1) ep->near = 1;
+  ep->near = who.near;
   ep->r.local_experts = g.L;
   ep->r.ranks = g.R;
   ep->r.slots_per_expert = g.R * g.M;
   GIN_INFO(INIT,
            "rank %d: EP buffer: %d experts (%d local), %d tokens x %d, hidden "
            "%d, %s, window %zu bytes",
-           comm->rank, g.E, g.L, g.M, g.K, g.H, g.fp8 ? "fp8" : "bf16",
+           who.rank, g.E, g.L, g.M, g.K, g.H, g.fp8 ? "fp8" : "bf16",
            g.win_bytes);
   *ep_out = ep;
   return GIN_SUCCESS;

@@ -23,11 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef GIN_TARGET_HOST
-#include <sys/eventfd.h>
-#endif
 
 #include "proxy/proxy.h"
 
@@ -88,7 +86,7 @@ typedef struct proxy_thread {
 
 struct gin_proxy {
   proxy_thread_t th[PROXY_MAX_THREADS];
-  gin_comm_t comm;
+  const gin_job_t *job;
   int nthreads;
   pthread_mutex_t lock;    /* guards the list of all rings, next_thread */
   gin_proxy_ring_t *rings; /* all rings (quiesce walks them) */
@@ -104,13 +102,13 @@ struct gin_proxy {
 
 /* Records an error the proxy found (first one wins) in the CPU's record
  * of the control page and logs it; the caller aborts the communicator. */
-static void proxy_record(gin_comm_t c, int kind, int64_t peer, int64_t id,
+static void proxy_record(const gin_job_t *c, int kind, int64_t peer, int64_t id,
                          uint64_t a0, uint64_t a1, const char *msg) {
   gin_dev_error_t *e = &c->ctrl->herr; /* the CPU's record */
   uint32_t zero = 0;
   if (__atomic_compare_exchange_n(&e->claimed, &zero, 1, 0, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE)) {
-    snprintf(c->proxy_msg, sizeof c->proxy_msg, "%s", msg);
+    snprintf(c->proxy_msg, c->proxy_msg_len, "%s", msg);
     e->kind = kind;
     e->rank = c->rank;
     e->peer = peer;
@@ -136,7 +134,7 @@ static void proxy_record_transport(struct gin_proxy *px, int t,
   if (peer >= 0) snprintf(who, sizeof who, ", peer %d", peer);
   snprintf(full, sizeof full, "transport %s%s: %s", px->ops[t]->name, who,
            gin_last_error());
-  proxy_record(px->comm,
+  proxy_record(px->job,
                res == GIN_ERR_TIMEOUT ? GIN_DEVERR_TIMEOUT_TRANSPORT
                                       : GIN_DEVERR_TRANSPORT,
                peer, id, a0, 0, full);
@@ -162,8 +160,9 @@ win_bad(uint32_t v, int registered, uint64_t off, uint64_t bytes, uint64_t size,
 
 /* Checks window handle `v` (packed) with [off, off+bytes) against the
  * table; on failure writes why into msg. */
-static inline int win_ok(gin_comm_t c, uint32_t v, uint64_t off, uint64_t bytes,
-                         const char *what, char *msg, size_t len) {
+static inline int win_ok(const gin_job_t *c, uint32_t v, uint64_t off,
+                         uint64_t bytes, const char *what, char *msg,
+                         size_t len) {
   uint32_t idx = GIN_DESC_WIN_IDX(v);
   if (__builtin_expect(idx >= c->max_windows, 0))
     return win_bad(v, 0, off, bytes, 0, what, msg, len);
@@ -180,7 +179,7 @@ static inline int win_ok(gin_comm_t c, uint32_t v, uint64_t off, uint64_t bytes,
 }
 
 /* Validates a descriptor copy; fills the transfer. 0 and msg if bad. */
-static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
+static int desc_check(const gin_job_t *c, const gin_proxy_ring_t *r,
                       const gin_desc_t *d, gin_xfer_t *x, char *msg,
                       size_t len) {
   memset(x, 0, sizeof *x);
@@ -262,12 +261,12 @@ static int desc_check(gin_comm_t c, const gin_proxy_ring_t *r,
  * The deadline is only read here, off the per-descriptor path. */
 static gin_result_t proxy_retry_loop(struct gin_proxy *px, int t,
                                      const gin_xfer_t *x, uint64_t since) {
-  gin_comm_t c = px->comm;
+  const gin_job_t *c = px->job;
   const gin_transport_ops_t *ops = px->ops[t];
   uint64_t deadline = since + (uint64_t)c->timeout_ms * 1000000ull;
   for (;;) {
     GIN_CHECK(ops->progress(px->state[t]));
-    if (gin_comm_aborted_by_(c))
+    if (gin_job_aborted_by(c))
       return GIN_ERROR(GIN_ERR_ABORTED,
                        "proxy: communicator aborted while transport %s had "
                        "no room (peer %d)",
@@ -305,9 +304,8 @@ static gin_result_t proxy_issue_retry(struct gin_proxy *px, proxy_thread_t *th,
   return res;
 }
 
-int gin_proxy_stuck(gin_comm_t c, int *peer, uint64_t *ms,
+int gin_proxy_stuck(struct gin_proxy *px, int *peer, uint64_t *ms,
                     const char **transport) {
-  struct gin_proxy *px = c->proxy;
   uint64_t now = gin_now_ns(), longest = 0;
   int found = 0;
   for (int i = 0; px && i < px->nthreads; i++) {
@@ -365,7 +363,7 @@ static int ring_next_ready(const gin_proxy_ring_t *r) {
  * pass at once. */
 static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
                       int *failed) {
-  gin_comm_t c = px->comm;
+  const gin_job_t *c = px->job;
   int n = 0, aborted = *failed;
   /* In locals: the transports' calls would make the compiler reload them
    * from *r after each descriptor. */
@@ -380,7 +378,7 @@ static int ring_drain(struct gin_proxy *px, gin_proxy_ring_t *r, unsigned *used,
      * target each slot is a fresh line the GPU wrote across PCIe). */
     __builtin_prefetch(&slots[(next + PROXY_PREFETCH) & mask]);
     if (n % PROXY_ABORT_EVERY == 0 && !aborted)
-      aborted = gin_comm_aborted_by_(c) != 0;
+      aborted = gin_job_aborted_by(c) != 0;
     /* A copy: the device could rewrite the slot after it was checked. */
     gin_desc_t d;
     memcpy(&d, slot, sizeof d);
@@ -495,10 +493,10 @@ static void proxy_pin(struct gin_proxy *px, int idx) {
   int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   if (e != 0)
     GIN_WARN(PROXY, "rank %d: proxy thread %d: cannot pin to %s: %s",
-             px->comm->rank, idx, list, strerror(e));
+             px->job->rank, idx, list, strerror(e));
   else
-    GIN_INFO(PROXY, "rank %d: proxy thread %d pinned to CPUs %s",
-             px->comm->rank, idx, list);
+    GIN_INFO(PROXY, "rank %d: proxy thread %d pinned to CPUs %s", px->job->rank,
+             idx, list);
 }
 
 /* GIN_PROXY_DELAY_US: a pause after a batch, in 1 ms slices that end
@@ -533,7 +531,7 @@ static int proxy_sleep(struct gin_proxy *px, proxy_thread_t *th) {
   fds[n++] = (struct pollfd){.fd = th->bell, .events = POLLIN};
   /* Once aborted nobody progresses the transports, whose level-triggered
    * descriptors may then stay readable: the doorbell and the timeout only. */
-  int transports = th->idx == 0 && !gin_comm_aborted_by_(px->comm);
+  int transports = th->idx == 0 && !gin_job_aborted_by(px->job);
   for (int t = 0; transports && t < GIN_TRANSPORT_MAX; t++) {
     if (!px->ops[t] || !px->ops[t]->wait_fd) continue;
     int fd = px->ops[t]->wait_fd(px->state[t]);
@@ -582,18 +580,18 @@ static void *proxy_main(void *p) {
     pthread_mutex_unlock(&th->lock);
     /* Only now that the consumer indices are published: a flush that
      * waited for what this pass dropped sees it consumed. */
-    if (failed) gin_comm_abort_cpu_(px->comm);
+    if (failed) px->job->abort(px->job->owner);
     if (did && px->delay_us > 0) proxy_delay(px);
     /* The receiving side: a transport that fails (a peer died, sent a bad
      * operation) aborts the communicator, so nobody waits for what it
      * will never deliver. */
-    if (th->idx == 0 && !gin_comm_aborted_by_(px->comm))
+    if (th->idx == 0 && !gin_job_aborted_by(px->job))
       for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
         if (!px->ops[t]) continue;
         gin_result_t res = px->ops[t]->progress(px->state[t]);
         if (res == GIN_SUCCESS) continue;
         proxy_record_transport(px, t, res, -1, -1, 0);
-        gin_comm_abort_cpu_(px->comm);
+        px->job->abort(px->job->owner);
         break;
       }
     /* Idle (no descriptors, no transport traffic) and not busy-polling:
@@ -623,12 +621,12 @@ static void *proxy_main(void *p) {
   return NULL;
 }
 
-gin_result_t gin_proxy_attach(gin_comm_t c) {
+gin_result_t gin_proxy_attach(const gin_job_t *c, struct gin_proxy **px_out) {
   struct gin_proxy *px =
       (struct gin_proxy *)aligned_alloc(_Alignof(struct gin_proxy), sizeof *px);
   if (!px) return GIN_ERROR(GIN_ERR_NOMEM, "proxy");
   memset(px, 0, sizeof *px);
-  px->comm = c;
+  px->job = c;
   pthread_mutex_init(&px->lock, NULL);
   for (int i = 0; i < PROXY_MAX_THREADS; i++) {
     pthread_mutex_init(&px->th[i].lock, NULL);
@@ -646,10 +644,10 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
   px->trace = gin_log_enabled(GIN_LOG_TRACE, GIN_SUB_PROXY);
   px->delay_us = param_proxy_delay_us();
   gin_result_t res = GIN_SUCCESS;
-#ifdef GIN_TARGET_HOST
-  /* Doorbells: the host target's kernels are CPU threads, which can wake
-   * a sleeping proxy thread; a GPU cannot, so there proxies poll. */
-  for (int i = 0; i < px->nthreads && !px->busy; i++) {
+  /* Doorbells where kernels can ring them (the host target's kernels are
+   * CPU threads); a GPU cannot wake a thread, so there proxies poll. */
+  for (int i = 0;
+       i < px->nthreads && !px->busy && gin_arch_kernels_wake_proxy(); i++) {
     px->th[i].bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (px->th[i].bell < 0) {
       res = GIN_ERROR(GIN_ERR_SYSTEM, "proxy doorbell: eventfd: %s",
@@ -657,7 +655,6 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
       goto free_proxy;
     }
   }
-#endif
   uint8_t *use = (uint8_t *)calloc((size_t)c->nranks, 1);
   if (!use) {
     res = GIN_ERROR(GIN_ERR_NOMEM, "proxy");
@@ -674,7 +671,6 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
   }
   free(use);
   if (res != GIN_SUCCESS) goto fini_transports;
-  c->proxy = px;
   for (int i = 0; i < px->nthreads; i++) {
     int e = pthread_create(&px->th[i].tid, NULL, proxy_main, &px->th[i]);
     if (e != 0) {
@@ -697,11 +693,12 @@ gin_result_t gin_proxy_attach(gin_comm_t c) {
       res = GIN_ERROR(px->th[i].start_res, "proxy thread %d: %s", i,
                       px->th[i].start_msg);
   if (res != GIN_SUCCESS) {
-    gin_proxy_detach(c);
+    gin_proxy_detach(px);
     return res;
   }
   GIN_INFO(PROXY, "rank %d: %d proxy thread(s), rings of %lld", c->rank,
            px->nthreads, (long long)param_ring_size());
+  *px_out = px;
   return GIN_SUCCESS;
 
 fini_transports:
@@ -717,9 +714,9 @@ free_proxy:
   return res;
 }
 
-gin_result_t gin_proxy_quiesce(gin_comm_t c, int grace_ms) {
-  struct gin_proxy *px = c->proxy;
+gin_result_t gin_proxy_quiesce(struct gin_proxy *px, int grace_ms) {
   if (!px) return GIN_SUCCESS;
+  const gin_job_t *c = px->job;
   uint64_t deadline =
       gin_now_ns() + (uint64_t)(c->timeout_ms + grace_ms) * 1000000ull;
   pthread_mutex_lock(&px->lock);
@@ -729,9 +726,9 @@ gin_result_t gin_proxy_quiesce(gin_comm_t c, int grace_ms) {
    * the list without the lock while the proxy drains is safe. */
   for (; r; r = r->next_ring) {
     uint64_t prod = 0;
-    GIN_CHECK(gin_arch_copy(&prod, r->prod, sizeof prod));
+    GIN_CHECK(gin_arch_dev_load_u64(r->prod, &prod));
     while (__atomic_load_n(r->cons, __ATOMIC_ACQUIRE) < prod) {
-      if (gin_comm_aborted_by_(c))
+      if (gin_job_aborted_by(c))
         return GIN_SUCCESS; /* aborted: nothing more will be consumed */
       if (gin_now_ns() > deadline)
         return GIN_ERROR(GIN_ERR_TIMEOUT,
@@ -746,8 +743,7 @@ gin_result_t gin_proxy_quiesce(gin_comm_t c, int grace_ms) {
   return GIN_SUCCESS;
 }
 
-void gin_proxy_detach(gin_comm_t c) {
-  struct gin_proxy *px = c->proxy;
+void gin_proxy_detach(struct gin_proxy *px) {
   if (!px) return;
   __atomic_store_n(&px->stop, 1, __ATOMIC_RELEASE);
   for (int i = 0; i < px->nthreads; i++) {
@@ -767,7 +763,6 @@ void gin_proxy_detach(gin_comm_t c) {
   }
   pthread_mutex_destroy(&px->lock);
   free(px);
-  c->proxy = NULL;
 }
 
 /* Makes room in each thread's array for the rings assigned to it, so
@@ -799,11 +794,10 @@ static gin_result_t threads_reserve(struct gin_proxy *px,
   return GIN_SUCCESS;
 }
 
-gin_result_t gin_proxy_rings_create(gin_comm_t c, gin_devcomm_t *dc,
+gin_result_t gin_proxy_rings_create(struct gin_proxy *px, gin_devcomm_t *dc,
                                     uint32_t sig_win, int nsig_total,
                                     uint64_t *counters_host,
                                     gin_proxy_ring_t **rings_out) {
-  struct gin_proxy *px = c->proxy;
   int64_t size = param_ring_size();
   if (size < 8 || size > 65536 || (size & (size - 1)))
     return GIN_ERROR(GIN_ERR_INVALID,
@@ -910,9 +904,8 @@ fail:
   return res;
 }
 
-void gin_proxy_rings_destroy(gin_comm_t c, gin_proxy_ring_t *rings, int n,
-                             void *dev_table) {
-  struct gin_proxy *px = c->proxy;
+void gin_proxy_rings_destroy(struct gin_proxy *px, gin_proxy_ring_t *rings,
+                             int n, void *dev_table) {
   if (!rings) return;
   if (px) { /* gone already when the communicator is being destroyed */
     /* Once its thread's lock is released, no thread is draining a ring

@@ -2,8 +2,8 @@
  * The proxy: CPU threads that drain the device communicators' rings,
  * validate every descriptor against the peers and registered windows, and
  * hand the operation to the peer's transport; they also drive the
- * transports' progress (receiving side). Top host layer: uses transport/,
- * core/ and arch/.
+ * transports' progress (receiving side). Uses transport/, arch/ and
+ * base/; sees the communicator only as the gin_job_t it was attached with.
  */
 #ifndef GIN_PROXY_H
 #define GIN_PROXY_H
@@ -44,27 +44,37 @@ typedef struct gin_proxy_ring {
   uint64_t cnt_add[GIN_PROXY_BATCH];
 } gin_proxy_ring_t;
 
-/* Starts the proxy threads and transports of a communicator that has
- * proxied peers (collective: every rank calls it). */
-gin_result_t gin_proxy_attach(gin_comm_t comm);
+struct gin_proxy;
+
+/* Starts the proxy threads and transports for a job that has proxied
+ * peers (collective: every rank calls it); *px_out on success. The job
+ * must outlive the proxy. */
+gin_result_t gin_proxy_attach(const gin_job_t *job, struct gin_proxy **px_out);
 /* Waits, bounded by the timeout plus grace_ms, until every ring of the
- * communicator is consumed (before windows or rings go away, or an error
- * report); returns at once, successfully, once the communicator is
- * aborted. */
-gin_result_t gin_proxy_quiesce(gin_comm_t comm, int grace_ms);
-/* Stops the threads and closes the transports. */
-void gin_proxy_detach(gin_comm_t comm);
+ * proxy is consumed (before windows or rings go away, or an error
+ * report); returns at once, successfully, once the job is aborted, or
+ * without a proxy (px NULL). */
+gin_result_t gin_proxy_quiesce(struct gin_proxy *px, int grace_ms);
+/* Stops the threads and closes the transports (px NULL: nothing). */
+void gin_proxy_detach(struct gin_proxy *px);
+/* Whether a proxy thread waits for a transport's room to send to a peer,
+ * or gave up waiting (the job is then failing): 1 with that peer, the wait
+ * in ms (so far, or until it gave up) and the transport's name (the
+ * longest such wait), else 0 and nothing written. px NULL: 0. */
+int gin_proxy_stuck(struct gin_proxy *px, int *peer, uint64_t *ms,
+                    const char **transport);
 
 /* Creates the rings of one device communicator (nctx of them), fills
  * dc->rings (device view), and hands them to the proxy threads. sig_win:
  * the host-kind window holding the proxy's part of the signals;
  * counters_host: CPU view of the proxy's part of the counters. */
-gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
+gin_result_t gin_proxy_rings_create(struct gin_proxy *px, gin_devcomm_t *dc,
                                     uint32_t sig_win, int nsig_total,
                                     uint64_t *counters_host,
                                     gin_proxy_ring_t **rings_out);
-/* Takes the rings away from the threads and frees them. */
-void gin_proxy_rings_destroy(gin_comm_t comm, gin_proxy_ring_t *rings, int n,
-                             void *dev_table);
+/* Takes the rings away from the threads (px NULL: they are gone already)
+ * and frees them. */
+void gin_proxy_rings_destroy(struct gin_proxy *px, gin_proxy_ring_t *rings,
+                             int n, void *dev_table);
 
 #endif

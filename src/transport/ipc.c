@@ -50,7 +50,7 @@ typedef struct ipc_lane {
 } ipc_lane_t;
 
 typedef struct ipc_state {
-  gin_comm_t comm;
+  const gin_job_t *job;
   uint64_t id;          /* unique per state, never reused */
   pthread_mutex_t lock; /* guards the lane list */
   ipc_lane_t *lanes;
@@ -64,16 +64,16 @@ static _Thread_local struct {
 } ipc_tls;
 static uint64_t ipc_next_id = 1;
 
-static gin_result_t ipc_init(gin_comm_t comm, const uint8_t *use,
+static gin_result_t ipc_init(const gin_job_t *job, const uint8_t *use,
                              void **state_out) {
-  for (int r = 0; r < comm->nranks; r++)
-    if (use[r] && comm->path_mapped[r] == 0)
+  for (int r = 0; r < job->nranks; r++)
+    if (use[r] && job->mapped[r] == 0)
       return GIN_ERROR(GIN_ERR_UNSUPPORTED,
                        "ipc transport: rank %d cannot map rank %d's memory",
-                       comm->rank, r);
+                       job->rank, r);
   ipc_state_t *s = (ipc_state_t *)calloc(1, sizeof *s);
   if (!s) return GIN_ERROR(GIN_ERR_NOMEM, "ipc transport");
-  s->comm = comm;
+  s->job = job;
   s->id = __atomic_fetch_add(&ipc_next_id, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&s->lock, NULL);
   *state_out = s;
@@ -211,7 +211,7 @@ static lane_scan_t lane_scan(const ipc_lane_t *l, uintptr_t dst, uintptr_t src,
 
 static gin_result_t ipc_put(void *state, const gin_xfer_t *x) {
   ipc_state_t *s = (ipc_state_t *)state;
-  gin_comm_t c = s->comm;
+  const gin_job_t *c = s->job;
   char *dst = NULL, *sig = NULL;
   if (x->op == GIN_OP_PUT || x->op == GIN_OP_PUT_VALUE) {
     dst = c->wins[x->dst_win].bases[x->peer];

@@ -5,7 +5,7 @@
  */
 #include "transport/transport.h"
 
-static gin_result_t null_init(gin_comm_t comm, const uint8_t *use,
+static gin_result_t null_init(const gin_job_t *job, const uint8_t *use,
                               void **state_out) {
   *state_out = NULL;
   return GIN_SUCCESS;

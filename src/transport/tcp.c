@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/net.h"
+#include "base/net.h"
 #include "transport/tcp.h"
 #include "transport/transport.h"
 
@@ -73,16 +73,13 @@ _Static_assert(TCP_CHUNK <= GIN_TCP_MAX_CHUNK, "chunk within the protocol");
 
 /* The local address that routes to the bootstrap root (a UDP connect sends
  * nothing), else loopback. Port 0. */
-static void tcp_local_addr(gin_comm_t comm, gin_net_addr_t *out) {
-  gin_bs_uid_t u;
-  memcpy(&u, comm->uid.bytes, sizeof u);
-  gin_net_addr_t root = {.family = u.family, .port = u.port};
-  memcpy(root.addr, u.addr, 16);
+static void tcp_local_addr(const gin_job_t *job, gin_net_addr_t *out) {
+  const gin_net_addr_t *root = &job->root;
   struct sockaddr_storage ss;
-  socklen_t sl = gin_net_addr_to_sockaddr(&root, &ss);
+  socklen_t sl = gin_net_addr_to_sockaddr(root, &ss);
   int fd = -1, ok = 0;
-  if (u.family == AF_INET || u.family == AF_INET6)
-    fd = socket(u.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (root->family == AF_INET || root->family == AF_INET6)
+    fd = socket(root->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd >= 0 && connect(fd, (struct sockaddr *)&ss, sl) == 0) {
     sl = sizeof ss;
     ok = getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
@@ -91,7 +88,7 @@ static void tcp_local_addr(gin_comm_t comm, gin_net_addr_t *out) {
   if (fd >= 0) close(fd);
   if (!ok) {
     memset(out, 0, sizeof *out);
-    out->family = u.family == AF_INET6 ? AF_INET6 : AF_INET;
+    out->family = root->family == AF_INET6 ? AF_INET6 : AF_INET;
     if (out->family == AF_INET6)
       out->addr[15] = 1;
     else
@@ -99,7 +96,7 @@ static void tcp_local_addr(gin_comm_t comm, gin_net_addr_t *out) {
     GIN_INFO(
         NET,
         "tcp: rank %d: no route to the bootstrap root; listening on loopback",
-        comm->rank);
+        job->rank);
   }
   out->port = 0;
 }
@@ -220,7 +217,7 @@ typedef struct tcp_conn {
 } tcp_conn_t;
 
 typedef struct tcp_state {
-  gin_comm_t comm;
+  const gin_job_t *job;
   pthread_mutex_t lock; /* put and progress run on several proxy threads */
   int epfd;
   int npeers, nstalled;
@@ -263,7 +260,7 @@ static gin_result_t conn_fail(tcp_state_t *s, tcp_conn_t *c, gin_result_t res,
     c->err = res;
   }
   conn_close(s, c);
-  return GIN_ERROR(c->err, "tcp: rank %d, peer %d: %s", s->comm->rank, c->peer,
+  return GIN_ERROR(c->err, "tcp: rank %d, peer %d: %s", s->job->rank, c->peer,
                    c->msg);
 }
 
@@ -393,7 +390,7 @@ static void tx_settle(tcp_conn_t *c) {
 
 /* Or-s the mode word of h, then adds to its signal (in the CPU view of
  * the signal window: host memory on both targets). */
-static gin_result_t signal_apply(gin_comm_t cm, const gin_tcp_hdr_t *h) {
+static gin_result_t signal_apply(const gin_job_t *cm, const gin_tcp_hdr_t *h) {
   if (!(h->flags & GIN_TCP_F_SIGNAL)) return GIN_SUCCESS;
   gin_win_slot_t *w = &cm->wins[h->sig_win];
   char *base = (char *)(w->hptr ? w->hptr : w->ptr);
@@ -422,7 +419,7 @@ static void xfer_header(tcp_state_t *s, const gin_xfer_t *x, uint64_t done,
   if (h->op == GIN_TCP_OP_PUT) {
     h->dst_win = x->dst_win;
     h->dst_gen =
-        __atomic_load_n(&s->comm->wins[x->dst_win].gen, __ATOMIC_ACQUIRE);
+        __atomic_load_n(&s->job->wins[x->dst_win].gen, __ATOMIC_ACQUIRE);
     h->dst_off = x->dst_off + done;
     h->bytes = chunk;
   }
@@ -430,7 +427,7 @@ static void xfer_header(tcp_state_t *s, const gin_xfer_t *x, uint64_t done,
     h->flags = GIN_TCP_F_SIGNAL;
     h->sig_win = x->sig_win;
     h->sig_gen =
-        __atomic_load_n(&s->comm->wins[x->sig_win].gen, __ATOMIC_ACQUIRE);
+        __atomic_load_n(&s->job->wins[x->sig_win].gen, __ATOMIC_ACQUIRE);
     h->sig_off = x->sig_off;
     h->sig_add = x->sig_add;
     h->mode_off = x->mode_off;
@@ -440,7 +437,7 @@ static void xfer_header(tcp_state_t *s, const gin_xfer_t *x, uint64_t done,
 
 static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
                              const gin_xfer_t *x) {
-  int me = s->comm->rank;
+  int me = s->job->rank;
   if (c->err)
     return GIN_ERROR(c->err, "tcp: rank %d cannot reach rank %d: %s", me,
                      c->peer, c->msg);
@@ -518,7 +515,7 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
 /* An operation to this rank itself (GIN_BACKEND=proxy): applied here, in
  * order, like a received one; the proxy checked it against this table. */
 static gin_result_t self_put(tcp_state_t *s, const gin_xfer_t *x) {
-  gin_comm_t cm = s->comm;
+  const gin_job_t *cm = s->job;
   if (x->op == GIN_OP_PUT || x->op == GIN_OP_PUT_VALUE)
     GIN_CHECK(gin_arch_copy((char *)cm->wins[x->dst_win].ptr + x->dst_off,
                             x->op == GIN_OP_PUT ? x->src : &x->value,
@@ -530,9 +527,9 @@ static gin_result_t self_put(tcp_state_t *s, const gin_xfer_t *x) {
 
 static gin_result_t tcp_put(void *state, const gin_xfer_t *x) {
   tcp_state_t *s = (tcp_state_t *)state;
-  if (x->peer < 0 || x->peer >= s->comm->nranks)
+  if (x->peer < 0 || x->peer >= s->job->nranks)
     return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: peer %d out of range", x->peer);
-  if (x->peer == s->comm->rank) return self_put(s, x);
+  if (x->peer == s->job->rank) return self_put(s, x);
   pthread_mutex_lock(&s->lock);
   gin_result_t res = conn_put(s, &s->conns[x->peer], x);
   pthread_mutex_unlock(&s->lock);
@@ -550,14 +547,14 @@ static gin_result_t conn_stall(tcp_state_t *s, tcp_conn_t *c, const char *why) {
     s->nstalled++;
     return GIN_SUCCESS;
   }
-  if (now - c->stall_ns > (uint64_t)s->comm->timeout_ms * 1000000ull)
+  if (now - c->stall_ns > (uint64_t)s->job->timeout_ms * 1000000ull)
     return conn_fail(s, c, GIN_ERR_PROTOCOL, "rank %d: %s after %lld ms",
-                     c->peer, why, (long long)s->comm->timeout_ms);
+                     c->peer, why, (long long)s->job->timeout_ms);
   return GIN_SUCCESS;
 }
 
 static gin_result_t conn_signal(tcp_state_t *s, tcp_conn_t *c) {
-  gin_result_t res = signal_apply(s->comm, &c->hdr);
+  gin_result_t res = signal_apply(s->job, &c->hdr);
   if (res != GIN_SUCCESS)
     return conn_fail(s, c, res, "signal from rank %d: %s", c->peer,
                      gin_last_error());
@@ -576,7 +573,7 @@ static gin_result_t conn_payload(tcp_state_t *s, tcp_conn_t *c, size_t n) {
 
 /* Applies every complete operation staged in c's receive buffer. */
 static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
-  gin_comm_t cm = s->comm;
+  const gin_job_t *cm = s->job;
   char why[160];
   for (;;) {
     size_t avail = c->rx_end - c->rx_start;
@@ -747,7 +744,7 @@ static gin_result_t tcp_progress(void *state) {
         (r = conn_recv(s, c)) != GIN_SUCCESS && res == GIN_SUCCESS)
       res = r;
   }
-  for (int p = 0; s->nstalled > 0 && p < s->comm->nranks; p++)
+  for (int p = 0; s->nstalled > 0 && p < s->job->nranks; p++)
     if (s->conns[p].stall_ns &&
         (r = conn_apply(s, &s->conns[p])) != GIN_SUCCESS && res == GIN_SUCCESS)
       res = r;
@@ -773,9 +770,7 @@ static int tcp_wait_fd(void *state) {
  * (with a warning) anything else. Marks each arrival in want[]. */
 static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
                                uint8_t *want, int nwant, uint64_t deadline) {
-  gin_comm_t cm = s->comm;
-  gin_bs_uid_t u;
-  memcpy(&u, cm->uid.bytes, sizeof u);
+  const gin_job_t *cm = s->job;
   struct {
     int fd;
     size_t got;
@@ -823,8 +818,8 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
       if (n > 0 && (pend[i].got += (size_t)n) < GIN_TCP_HELLO_BYTES) continue;
       if (n <= 0)
         snprintf(why, sizeof why, "closed after %zu hello bytes", pend[i].got);
-      else if (gin_tcp_hello_check(pend[i].buf, pend[i].got, u.secret, cm->rank,
-                                   cm->nranks, use, why, sizeof why,
+      else if (gin_tcp_hello_check(pend[i].buf, pend[i].got, cm->secret,
+                                   cm->rank, cm->nranks, use, why, sizeof why,
                                    &r) == GIN_SUCCESS &&
                !(ok = want[r]))
         snprintf(why, sizeof why, "rank %d connected twice", r);
@@ -873,14 +868,12 @@ static gin_result_t tcp_accept(tcp_state_t *s, int lfd, const uint8_t *use,
 static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
                                     const gin_net_addr_t *addrs,
                                     uint64_t deadline) {
-  gin_comm_t cm = s->comm;
-  gin_bs_uid_t u;
-  memcpy(&u, cm->uid.bytes, sizeof u);
+  const gin_job_t *cm = s->job;
   gin_tcp_hello_t h = {.magic = GIN_TCP_HELLO_MAGIC,
                        .version = GIN_TCP_VERSION,
                        .rank = cm->rank,
                        .nranks = cm->nranks};
-  memcpy(h.secret, u.secret, 16);
+  memcpy(h.secret, cm->secret, 16);
   uint8_t wire[GIN_TCP_HELLO_BYTES];
   gin_tcp_hello_encode(&h, wire);
   for (int r = cm->rank + 1; r < cm->nranks; r++) {
@@ -907,9 +900,9 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
 static void tcp_fini(void *state) {
   tcp_state_t *s = (tcp_state_t *)state;
   if (!s) return;
-  int n = s->comm->nranks;
+  int n = s->job->nranks;
   int64_t ms =
-      s->comm->timeout_ms < TCP_FINI_MS ? s->comm->timeout_ms : TCP_FINI_MS;
+      s->job->timeout_ms < TCP_FINI_MS ? s->job->timeout_ms : TCP_FINI_MS;
   uint64_t deadline = gin_now_ns() + (uint64_t)ms * 1000000ull;
   gin_tcp_hdr_t bye = {.magic = GIN_TCP_HDR_MAGIC,
                        .version = GIN_TCP_VERSION,
@@ -948,7 +941,7 @@ static void tcp_fini(void *state) {
   free(s);
 }
 
-static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
+static gin_result_t tcp_init(const gin_job_t *comm, const uint8_t *use,
                              void **state_out) {
   int64_t txb = param_tcp_send_buffer();
   if (txb < (64 << 10) || txb > (1ll << 30))
@@ -977,7 +970,7 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
     return GIN_ERROR(GIN_ERR_NOMEM, "tcp: state for %d ranks", n);
   }
   pthread_mutex_init(&s->lock, NULL);
-  s->comm = comm;
+  s->job = comm;
   s->epfd = -1;
   s->sole = -1;
   s->conns = conns;
@@ -1006,7 +999,7 @@ static gin_result_t tcp_init(gin_comm_t comm, const uint8_t *use,
                         strerror(errno));
   }
   gin_tcp_entry_encode(local, &me, peers, n, all + (size_t)comm->rank * esz);
-  GIN_CHECK_GOTO(gin_bs_allgather(comm->bs, all, esz), res, fini_state);
+  GIN_CHECK_GOTO(comm->allgather(comm->owner, all, esz), res, fini_state);
   GIN_CHECK_GOTO(local, res, fini_state);
   /* Every rank checks every pair, so that all fail together. */
   if ((res = gin_tcp_entries_check(all, (size_t)n * esz, n, why, sizeof why,

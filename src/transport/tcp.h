@@ -13,8 +13,8 @@
  *                 addr[16], then bit r % 8 of byte 24 + r / 8 set for each
  *                 rank r the sender uses tcp with, zero padding to 8 bytes.
  *
- * Layering: uses core/comm.h (the window table) and core/net.h (addresses);
- * used by tcp.c and tests.
+ * Layering: uses transport/job.h (the window table) and base/net.h
+ * (addresses); used by tcp.c and tests.
  */
 #ifndef GIN_TRANSPORT_TCP_H
 #define GIN_TRANSPORT_TCP_H
@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/comm.h"
-#include "core/net.h"
+#include "base/net.h"
+#include "transport/job.h"
 
 #define GIN_TCP_HELLO_MAGIC 0x47494e48u /* "GINH" */
 #define GIN_TCP_HDR_MAGIC 0x47494e54u   /* "GINT" */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/net.h"
+#include "base/net.h"
 #include "transport/tcp.h"
 
 void gin_tcp_hello_encode(const gin_tcp_hello_t *h, uint8_t *out) {

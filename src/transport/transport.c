@@ -1,13 +1,51 @@
-/* The transports this build has, by id. */
+/*
+ * The transport registry: the transports this build has, their ids (a
+ * position in the table) and names, and the choice of one for each
+ * proxied peer (GIN_TRANSPORT). A new transport is its own file plus one
+ * line in the table.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
 #include "transport/transport.h"
 
+GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
+              "transport of proxied peers: auto (ipc on this machine, tcp to "
+              "other hosts), ipc, tcp (also on this machine), or null "
+              "(completes at once, moves nothing: ring measurements)")
+
+static const gin_transport_ops_t *const registry[] = {
+    &gin_transport_ipc,
+    &gin_transport_null,
+    &gin_transport_tcp,
+};
+#define NREGISTRY ((int)(sizeof registry / sizeof registry[0]))
+_Static_assert(NREGISTRY <= GIN_TRANSPORT_MAX, "registry within the ids");
+
 const gin_transport_ops_t *gin_transport_get(int t) {
-  switch (t) {
-  case GIN_TRANSPORT_IPC_ID: return &gin_transport_ipc;
-  case GIN_TRANSPORT_NULL_ID: return &gin_transport_null;
-  case GIN_TRANSPORT_TCP_ID: return &gin_transport_tcp;
-  default: return NULL;
-  }
+  return t >= 0 && t < NREGISTRY ? registry[t] : NULL;
 }
 
-int gin_transport_available(int t) { return gin_transport_get(t) != NULL; }
+static int transport_by_name(const char *name) {
+  for (int t = 0; t < NREGISTRY; t++)
+    if (!strcmp(registry[t]->name, name)) return t;
+  return -1;
+}
+
+gin_result_t gin_transport_select(int mapped, int *id_out) {
+  const char *want = param_transport();
+  int t = strcmp(want, "auto") ? transport_by_name(want)
+                               : transport_by_name(mapped ? "ipc" : "tcp");
+  if (t < 0) {
+    char names[128] = "auto";
+    for (int i = 0; i < NREGISTRY; i++) {
+      size_t n = strlen(names);
+      snprintf(names + n, sizeof names - n, ", %s", registry[i]->name);
+    }
+    return GIN_ERROR(GIN_ERR_INVALID, "GIN_TRANSPORT=%s: expected %s", want,
+                     names);
+  }
+  *id_out = t;
+  return GIN_SUCCESS;
+}

@@ -4,14 +4,18 @@
  * first field is the table's size (its version). Operations a transport
  * does not have are NULL-free: they return GIN_ERR_UNSUPPORTED.
  *
- * Layering: transports use src/core (windows, bootstrap) and src/arch;
- * src/proxy uses transports.
+ * Layering: transports use src/arch and src/base, and see the
+ * communicator only as a gin_job_t (job.h); src/proxy uses transports.
+ * The registry (transport.c) owns their ids, names and the selection of
+ * one for each proxied peer: a new transport is its own file plus one
+ * line there.
  */
 #ifndef GIN_TRANSPORT_H
 #define GIN_TRANSPORT_H
 
-#include "core/comm.h"
+#include "arch/arch.h"
 #include "gin/device/proxy.h"
+#include "transport/job.h"
 
 /* One operation, already validated by the proxy against the windows. */
 typedef struct gin_xfer {
@@ -35,7 +39,8 @@ typedef struct gin_transport_ops {
   const char *name;
   /* Collective over the communicator: every rank calls every transport's
    * init. use[r] != 0 for the peers this rank will reach through it. */
-  gin_result_t (*init)(gin_comm_t comm, const uint8_t *use, void **state_out);
+  gin_result_t (*init)(const gin_job_t *job, const uint8_t *use,
+                       void **state_out);
   /* Starts one operation to x->peer; operations to one peer are delivered
    * in the order they were started (payload before its signal). x->src
    * may be read until the next flush returns. GIN_ERR_AGAIN: no room now,
@@ -67,13 +72,19 @@ typedef struct gin_transport_ops {
 
 #define GIN_WAIT_BUSY (-2)
 
-/* Transport ids: GIN_TRANSPORT_*_ID in core/comm.h. */
-
 extern const gin_transport_ops_t gin_transport_ipc;
 extern const gin_transport_ops_t gin_transport_null;
 extern const gin_transport_ops_t gin_transport_tcp;
 
-/* The table for transport id t, or NULL. */
+/* Transport ids are positions in the registry, below GIN_TRANSPORT_MAX. */
+#define GIN_TRANSPORT_MAX 8
+
+/* The table of transport id t, or NULL. */
 const gin_transport_ops_t *gin_transport_get(int t);
+/* The transport that reaches a proxied peer, by GIN_TRANSPORT: a name
+ * the registry has, or auto: ipc where the peer's memory is mapped here
+ * (mapped != 0), tcp otherwise. GIN_ERR_INVALID names the setting and the
+ * names there are; *id_out is written only on success. */
+gin_result_t gin_transport_select(int mapped, int *id_out);
 
 #endif

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/bootstrap.h"
+#include "comm/bootstrap.h"
 #include "fuzz_common.h"
 
 static const uint32_t seqs[4] = {0, 1, 0x80000000u, 0xffffffffu};

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/bootstrap.h"
+#include "comm/bootstrap.h"
 #include "fuzz_common.h"
 
 /* The listen address the receiving rank sent in its hello (port 0: a job

@@ -1,6 +1,6 @@
 /*
  * Fuzzes gin_peer_recs_check, the check of the peer records every rank of
- * a job receives from gin_comm_init's all-gather (src/core/records.h):
+ * a job receives from gin_comm_init's all-gather (src/comm/records.h):
  * each rank's host id, pid, rank, watch flag, device identity and control
  * page handle, 256 bytes a rank.
  *
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/records.h"
+#include "comm/records.h"
 #include "fuzz_common.h"
 
 static uint32_t get32(const uint8_t *p) {

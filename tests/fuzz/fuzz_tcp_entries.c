@@ -25,7 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "core/net.h"
+#include "base/net.h"
 #include "fuzz_common.h"
 #include "transport/tcp.h"
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/net.h"
+#include "base/net.h"
 #include "fuzz_common.h"
 #include "transport/tcp.h"
 

@@ -1,6 +1,6 @@
 /*
  * Fuzzes gin_watch_msg_check, the check of the 16-byte messages a peer
- * watch link carries (src/core/watch_msg.h): a goodbye, the news that a
+ * watch link carries (src/comm/watch_msg.h): a goodbye, the news that a
  * rank died, or that the communicator was aborted.
  *
  * Input: byte 0 picks the job (nranks 1..64 from its low 6 bits), byte 1
@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "core/watch_msg.h"
+#include "comm/watch_msg.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,7 +1,7 @@
 /*
  * Fuzzes gin_win_recs_check, the check of the registration records every
  * rank of a job receives from gin_window_register's all-gather
- * (src/core/records.h): each rank's status, window slot, memory kind,
+ * (src/comm/records.h): each rank's status, window slot, memory kind,
  * size, offset in its allocation, allocation size and memory handle, 120
  * bytes a rank.
  *
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/records.h"
+#include "comm/records.h"
 #include "fuzz_common.h"
 
 static uint32_t get32(const uint8_t *p) {

@@ -13,9 +13,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "core/bootstrap.h"
-#include "core/records.h"
-#include "core/watch_msg.h"
+#include "comm/bootstrap.h"
+#include "comm/records.h"
+#include "comm/watch_msg.h"
 #include "fuzz_common.h"
 #include "transport/tcp.h"
 

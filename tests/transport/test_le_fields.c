@@ -1,5 +1,5 @@
 /*
- * The wire's little-endian fields (core/net.h): each put writes the bytes
+ * The wire's little-endian fields (base/net.h): each put writes the bytes
  * of its value least significant first at any (unaligned) address and
  * touches nothing around them; each get reads them back. Built twice: as
  * the host compiles it (one load or store on a little-endian host) and
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/net.h"
+#include "base/net.h"
 
 #define UNIT_CHECK_NO_GIN
 #include "unit_check.h"

@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/bootstrap.h"
+#include "comm/bootstrap.h"
 #include "transport/tcp.h"
 #include "transport/transport.h"
 
@@ -45,9 +45,14 @@
 #define NWINS 4
 #define SIG_BYTES 256
 
-/* One rank's minimal communicator: window 0 data, 1 signals. */
+/* One rank's minimal job as a transport sees it: window 0 data, 1
+ * signals; the all-gather over a bootstrap of its own. */
 typedef struct rank_ctx {
-  struct gin_comm c;
+  gin_job_t job;
+  gin_bs_t *bs;
+  gin_unique_id_t uid;
+  gin_ctrl_t ctrl;
+  char msg[256];
   gin_win_slot_t wins[NWINS];
   const gin_transport_ops_t *ops;
   void *st;
@@ -121,7 +126,7 @@ static void barrier_progressing(rank_ctx_t *r) {
   pthread_t t;
   int started = pthread_create(&t, NULL, progress_main, &bg) == 0;
   CHECK(started, "progress thread");
-  gin_bs_barrier(r->c.bs);
+  gin_bs_barrier(r->bs);
   __atomic_store_n(&bg.stop, 1, __ATOMIC_RELEASE);
   if (started) pthread_join(t, NULL);
 }
@@ -143,8 +148,36 @@ static gin_xfer_t xfer(int peer, const void *src, uint64_t bytes,
 
 typedef void (*scenario_fn)(rank_ctx_t *r);
 
+static gin_result_t job_allgather(void *owner, void *all, size_t bytes) {
+  return gin_bs_allgather(((rank_ctx_t *)owner)->bs, all, bytes);
+}
+static void job_abort(void *owner) {
+  rank_ctx_t *r = (rank_ctx_t *)owner;
+  __atomic_store_n(&r->ctrl.habort, (uint32_t)r->job.rank + 1,
+                   __ATOMIC_RELEASE);
+}
+
+/* The rest of r's job: the root and secret of r->uid, the window table,
+ * the control page, the calls up. */
+static void job_fill(rank_ctx_t *r) {
+  gin_bs_uid_t u;
+  memcpy(&u, r->uid.bytes, sizeof u);
+  r->job.root.family = u.family;
+  r->job.root.port = u.port;
+  memcpy(r->job.root.addr, u.addr, 16);
+  memcpy(r->job.secret, u.secret, 16);
+  r->job.wins = r->wins;
+  r->job.max_windows = NWINS;
+  r->job.ctrl = &r->ctrl;
+  r->job.proxy_msg = r->msg;
+  r->job.proxy_msg_len = sizeof r->msg;
+  r->job.owner = r;
+  r->job.allgather = job_allgather;
+  r->job.abort = job_abort;
+}
+
 /* Runs fn on nranks forked ranks; window sizes per rank from the
- * scenario (fn sets them up before init via r->c.rank). */
+ * scenario (fn sets them up before init via r->job.rank). */
 static int run(const char *name, int nranks, int64_t timeout_ms,
                scenario_fn fn) {
   static const uint8_t secret[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
@@ -159,14 +192,13 @@ static int run(const char *name, int nranks, int64_t timeout_ms,
     if ((pids[k] = fork()) != 0) continue;
     alarm((unsigned)(timeout_ms / 1000) + 20); /* a bound on a stuck rank */
     rank_ctx_t *r = calloc(1, sizeof *r);
-    r->c.rank = k;
-    r->c.nranks = nranks;
-    r->c.timeout_ms = timeout_ms;
-    r->c.uid = uid;
-    r->c.wins = r->wins;
-    r->c.max_windows = NWINS;
-    r->ops = gin_transport_get(GIN_TRANSPORT_TCP_ID);
-    if (gin_bs_init(&uid, k, nranks, 10000, &r->c.bs) != GIN_SUCCESS) {
+    r->job.rank = k;
+    r->job.nranks = nranks;
+    r->job.timeout_ms = timeout_ms;
+    r->uid = uid;
+    job_fill(r);
+    r->ops = &gin_transport_tcp;
+    if (gin_bs_init(&uid, k, nranks, 10000, &r->bs) != GIN_SUCCESS) {
       fprintf(stderr, "FAIL %s: rank %d bootstrap: %s\n", name, k,
               gin_last_error());
       _exit(1);
@@ -191,19 +223,19 @@ static int run(const char *name, int nranks, int64_t timeout_ms,
 
 static gin_result_t init_all(rank_ctx_t *r) {
   uint8_t use[8] = {0};
-  for (int k = 0; k < r->c.nranks; k++)
-    use[k] = k != r->c.rank;
-  return r->ops->init(&r->c, use, &r->st);
+  for (int k = 0; k < r->job.nranks; k++)
+    use[k] = k != r->job.rank;
+  return r->ops->init(&r->job, use, &r->st);
 }
 
 /* ------------------------------------------------------------ scenarios */
 
 /* Rank 0 believes window 0 is 64 KiB; rank 1 registered 4 KiB of it. */
 static void sc_put_outside(rank_ctx_t *r) {
-  win_add(r, 0, r->c.rank == 0 ? 65536 : 4096, 65536, 1);
+  win_add(r, 0, r->job.rank == 0 ? 65536 : 4096, 65536, 1);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
-  if (r->c.rank == 0) {
+  if (r->job.rank == 0) {
     static uint8_t src[8192];
     memset(src, 0x5a, sizeof src);
     CHECK(put(r, xfer(1, src, sizeof src, 0, 1, 0)) == GIN_SUCCESS, "put");
@@ -221,7 +253,7 @@ static void sc_put_outside(rank_ctx_t *r) {
     CHECK(sig_load(r, 0) == 0, "no signal");
     CHECK(pump(r, -1, 0, 50) == GIN_SUCCESS, "reported once");
   }
-  gin_bs_barrier(r->c.bs);
+  gin_bs_barrier(r->bs);
   r->ops->fini(r->st);
 }
 
@@ -229,9 +261,9 @@ static void sc_put_outside(rank_ctx_t *r) {
  * put before it is fine and lands; the signal is refused. */
 static void sc_signal_outside(rank_ctx_t *r) {
   win_add(r, 0, 4096, 4096, 1);
-  win_add(r, 1, r->c.rank == 0 ? 4096 : SIG_BYTES, 4096, 1);
+  win_add(r, 1, r->job.rank == 0 ? 4096 : SIG_BYTES, 4096, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
-  if (r->c.rank == 0) {
+  if (r->job.rank == 0) {
     static uint8_t src[64];
     memset(src, 0x5a, sizeof src);
     CHECK(put(r, xfer(1, src, 64, 0, 1, 0)) == GIN_SUCCESS, "good put");
@@ -253,16 +285,16 @@ static void sc_signal_outside(rank_ctx_t *r) {
     CHECK(all_bytes((uint8_t *)r->wins[1].ptr + SIG_BYTES, 0, 4096 - SIG_BYTES),
           "nothing written past the signal window");
   }
-  gin_bs_barrier(r->c.bs);
+  gin_bs_barrier(r->bs);
   r->ops->fini(r->st);
 }
 
 /* Rank 1 registers window 0 only after the put arrived: it waits. */
 static void sc_late_window(rank_ctx_t *r) {
-  win_add(r, 0, 4096, 4096, r->c.rank == 0);
+  win_add(r, 0, 4096, 4096, r->job.rank == 0);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
-  if (r->c.rank == 0) {
+  if (r->job.rank == 0) {
     static uint8_t src[100];
     memset(src, 0x5a, sizeof src);
     CHECK(put(r, xfer(1, src, 100, 10, 1, 8)) == GIN_SUCCESS, "put");
@@ -278,16 +310,16 @@ static void sc_late_window(rank_ctx_t *r) {
               all_bytes(r->wins[0].ptr, 0xee, 10),
           "payload in place");
   }
-  gin_bs_barrier(r->c.bs);
+  gin_bs_barrier(r->bs);
   r->ops->fini(r->st);
 }
 
 /* Rank 1 never registers window 0: refused after the timeout (400 ms). */
 static void sc_never_registered(rank_ctx_t *r) {
-  win_add(r, 0, 4096, 4096, r->c.rank == 0);
+  win_add(r, 0, 4096, 4096, r->job.rank == 0);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
-  if (r->c.rank == 0) {
+  if (r->job.rank == 0) {
     static uint8_t src[100];
     CHECK(put(r, xfer(1, src, 100, 0, 1, 0)) == GIN_SUCCESS, "put");
   } else {
@@ -298,7 +330,7 @@ static void sc_never_registered(rank_ctx_t *r) {
           "refused: %d", res);
     CHECK(ms >= 400 && ms < 3000, "after the timeout (%.0f ms)", ms);
   }
-  gin_bs_barrier(r->c.bs);
+  gin_bs_barrier(r->bs);
   r->ops->fini(r->st);
 }
 
@@ -307,8 +339,8 @@ static void sc_peer_exits(rank_ctx_t *r) {
   win_add(r, 0, 4096, 4096, 1);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
-  gin_bs_barrier(r->c.bs);
-  if (r->c.rank == 1) _exit(failures ? 1 : 0);
+  gin_bs_barrier(r->bs);
+  if (r->job.rank == 1) _exit(failures ? 1 : 0);
   gin_result_t res = pump(r, -1, 0, 5000);
   CHECK(res == GIN_ERR_REMOTE && strstr(gin_last_error(), "rank 1 closed"),
         "exit noticed: %d", res);
@@ -321,8 +353,8 @@ static void sc_goodbye(rank_ctx_t *r) {
   win_add(r, 0, 4096, 4096, 1);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
-  gin_bs_barrier(r->c.bs);
-  if (r->c.rank == 1) {
+  gin_bs_barrier(r->bs);
+  if (r->job.rank == 1) {
     r->ops->fini(r->st);
     return;
   }
@@ -337,10 +369,10 @@ static void sc_goodbye(rank_ctx_t *r) {
 /* Rank 0 would use tcp with rank 1, rank 1 not with rank 0. */
 static void sc_asymmetric(rank_ctx_t *r) {
   win_add(r, 0, 4096, 4096, 1);
-  uint8_t use[2] = {0, r->c.rank == 0};
-  gin_result_t res = r->ops->init(&r->c, use, &r->st);
+  uint8_t use[2] = {0, r->job.rank == 0};
+  gin_result_t res = r->ops->init(&r->job, use, &r->st);
   CHECK(res == GIN_ERR_INVALID && strstr(gin_last_error(), "other way"),
-        "init refused on rank %d: %d", r->c.rank, res);
+        "init refused on rank %d: %d", r->job.rank, res);
 }
 
 /* Rank 0 is driven by hand: it joins the all-gather with tcp.c's entry
@@ -372,23 +404,23 @@ static int closed_by_peer(int fd) {
 static void sc_bad_hellos(rank_ctx_t *r) {
   win_add(r, 0, 4096, 4096, 1);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
-  if (r->c.rank == 1) {
+  if (r->job.rank == 1) {
     CHECK(init_all(r) == GIN_SUCCESS, "init despite the bad knocks");
     CHECK(pump(r, 0, 1, 5000) == GIN_SUCCESS && sig_load(r, 0) == 1,
           "hand-encoded put applied");
     CHECK(all_bytes((uint8_t *)r->wins[0].ptr + 64, 0x42, 16) &&
               all_bytes(r->wins[0].ptr, 0xee, 64),
           "its payload in place");
-    gin_bs_barrier(r->c.bs);
+    gin_bs_barrier(r->bs);
     r->ops->fini(r->st);
     return;
   }
   uint8_t all[2][32];
   memset(all, 0, sizeof all);
   all[0][24] = 1u << 1; /* rank 0 uses tcp with rank 1 */
-  CHECK(gin_bs_allgather(r->c.bs, all, 32) == GIN_SUCCESS, "all-gather");
+  CHECK(gin_bs_allgather(r->bs, all, 32) == GIN_SUCCESS, "all-gather");
   gin_bs_uid_t u;
-  memcpy(&u, r->c.uid.bytes, sizeof u);
+  memcpy(&u, r->uid.bytes, sizeof u);
   gin_tcp_hello_t h = {.magic = GIN_TCP_HELLO_MAGIC,
                        .version = GIN_TCP_VERSION,
                        .rank = 0,
@@ -434,7 +466,7 @@ static void sc_bad_hellos(rank_ctx_t *r) {
   memset(msg + GIN_TCP_HDR_BYTES, 0x42, 16);
   CHECK(fd >= 0 && send(fd, msg, sizeof msg, MSG_NOSIGNAL) == sizeof msg,
         "hand-encoded put sent");
-  gin_bs_barrier(r->c.bs);
+  gin_bs_barrier(r->bs);
   for (int i = 0; i < nf; i++)
     close(fds[i]);
   close(fd);
@@ -450,7 +482,7 @@ static void sc_bad_hellos(rank_ctx_t *r) {
  * the window after a valid hello: sc_put_outside.) */
 #define BAD_OPS 3 /* hand-driven ranks; the real one is rank BAD_OPS */
 static void sc_bad_ops(rank_ctx_t *r) {
-  int me = r->c.rank, n = BAD_OPS + 1;
+  int me = r->job.rank, n = BAD_OPS + 1;
   win_add(r, 0, 4096, 65536, 1); /* 4 KiB registered, 64 KiB checked */
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   if (me == BAD_OPS) {
@@ -462,7 +494,7 @@ static void sc_bad_ops(rank_ctx_t *r) {
                        {GIN_ERR_PROTOCOL, "bad magic"}};
     CHECK(init_all(r) == GIN_SUCCESS, "init with the hand-driven peers");
     for (int k = 0; k < BAD_OPS; k++) {
-      gin_bs_barrier(r->c.bs); /* rank k sends now */
+      gin_bs_barrier(r->bs); /* rank k sends now */
       gin_result_t res = pump(r, -1, 0, 5000);
       char peer[32];
       snprintf(peer, sizeof peer, "rank %d, peer %d:", me, k);
@@ -476,7 +508,7 @@ static void sc_bad_ops(rank_ctx_t *r) {
       CHECK(all_bytes(r->wins[0].ptr, 0xee, 65536) &&
                 all_bytes(r->wins[1].ptr, 0, SIG_BYTES),
             "nothing written after rank %d's message", k);
-      gin_bs_barrier(r->c.bs); /* rank k has seen its connection closed */
+      gin_bs_barrier(r->bs); /* rank k has seen its connection closed */
     }
     r->ops->fini(r->st);
     return;
@@ -485,12 +517,12 @@ static void sc_bad_ops(rank_ctx_t *r) {
   CHECK(gin_tcp_entry_bytes(n) == sizeof all[0], "entry size");
   use[BAD_OPS] = 1; /* this rank uses tcp with the real one only */
   gin_tcp_entry_encode(GIN_SUCCESS, NULL, use, n, all[me]);
-  CHECK(gin_bs_allgather(r->c.bs, all, sizeof all[0]) == GIN_SUCCESS &&
+  CHECK(gin_bs_allgather(r->bs, all, sizeof all[0]) == GIN_SUCCESS &&
             gin_tcp_entries_check(all, sizeof all, n, NULL, 0, NULL) ==
                 GIN_SUCCESS,
         "all-gather");
   gin_bs_uid_t u;
-  memcpy(&u, r->c.uid.bytes, sizeof u);
+  memcpy(&u, r->uid.bytes, sizeof u);
   gin_tcp_hello_t h = {.magic = GIN_TCP_HELLO_MAGIC,
                        .version = GIN_TCP_VERSION,
                        .rank = me,
@@ -525,7 +557,7 @@ static void sc_bad_ops(rank_ctx_t *r) {
     len = 256;
   }
   for (int k = 0; k < BAD_OPS; k++) {
-    gin_bs_barrier(r->c.bs);
+    gin_bs_barrier(r->bs);
     if (k == me && fd >= 0) {
       CHECK(send(fd, msg, len, MSG_NOSIGNAL) == (ssize_t)len, "message sent");
       if (me == 0) {
@@ -535,7 +567,7 @@ static void sc_bad_ops(rank_ctx_t *r) {
         CHECK(closed_by_peer(fd), "rank %d's connection closed", me);
       }
     }
-    gin_bs_barrier(r->c.bs);
+    gin_bs_barrier(r->bs);
   }
   if (fd >= 0) close(fd);
 }
@@ -544,7 +576,7 @@ static void sc_bad_ops(rank_ctx_t *r) {
  * put_value, a signal with its mode word, a put to self. */
 #define BIG (5u << 20)
 static void sc_traffic(rank_ctx_t *r) {
-  int me = r->c.rank, n = r->c.nranks;
+  int me = r->job.rank, n = r->job.nranks;
   win_add(r, 0, (size_t)n * BIG, (size_t)n * BIG, 1);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
@@ -595,7 +627,7 @@ static const size_t flush_sizes[] = {1u << 20, 5000,   8,    40000, 4096,
                                      100,      300000, 4095, 65536};
 static void sc_flush_reuse(rank_ctx_t *r) {
   setenv("GIN_TCP_SEND_BUFFER", "16777216", 1); /* read at init */
-  int me = r->c.rank;
+  int me = r->job.rank;
   win_add(r, 0, FLUSH_BYTES, FLUSH_BYTES, 1);
   win_add(r, 1, SIG_BYTES, SIG_BYTES, 1);
   CHECK(init_all(r) == GIN_SUCCESS, "init");
@@ -615,7 +647,7 @@ static void sc_flush_reuse(rank_ctx_t *r) {
     memset(src, 0x55, FLUSH_BYTES); /* the sources are free again */
     free(src);
   }
-  gin_bs_barrier(r->c.bs); /* rank 1 starts reading only now */
+  gin_bs_barrier(r->bs); /* rank 1 starts reading only now */
   if (me == 1) {
     CHECK(pump(r, 0, 1, 60000) == GIN_SUCCESS && sig_load(r, 0) == 1,
           "signal arrived");

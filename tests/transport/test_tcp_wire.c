@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/bootstrap.h" /* GIN_BS_MAGIC: the other hello */
 #include "transport/tcp.h"
 
 #include "unit_check.h"

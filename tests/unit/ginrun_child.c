@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/bootstrap.h"
+#include "comm/bootstrap.h"
 
 static int child_sleep(int rank) {
   printf("ready %d\n", rank);

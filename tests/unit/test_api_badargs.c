@@ -204,6 +204,7 @@ static gin_result_t init_env_cfg(ctx_t *t) {
 }
 CALL(rank_null_out, gin_comm_rank(t->world, NULL))
 CALL(size_null_out, gin_comm_size(t->world, NULL))
+CALL(devranks_null_out, gin_comm_device_ranks(t->world, NULL))
 CALL(allgather_null_send, gin_comm_allgather(t->world, NULL, &t->i, 4))
 CALL(allgather_null_recv, gin_comm_allgather(t->world, &t->i, NULL, 4))
 /* Only rank 0's buffer is NULL: the others must fail at once with it. */
@@ -239,6 +240,7 @@ CALL(destroy_null, gin_comm_destroy(NULL))
 CALL(abort_null, gin_comm_abort(NULL))
 CALL(destroy_dead, gin_comm_destroy(t->dead))
 CALL(rank_dead, gin_comm_rank(t->dead, &t->i))
+CALL(devranks_dead, gin_comm_device_ranks(t->dead, &t->i))
 CALL(async_null, gin_comm_get_async_error(NULL))
 CALL(size_null, gin_comm_size(NULL, &t->i))
 CALL(barrier_null, gin_comm_barrier(NULL))
@@ -436,6 +438,8 @@ static const bad_case_t cases[] = {
     {"gin_comm_init_from_env", RNG, init_env_cfg, INV, "cfg->size 1", NULL},
     {"gin_comm_rank", NUL, rank_null_out, INV, "rank_out is NULL", NULL},
     {"gin_comm_size", NUL, size_null_out, INV, "nranks_out is NULL", NULL},
+    {"gin_comm_device_ranks", NUL, devranks_null_out, INV, "count_out is NULL",
+     NULL},
     {"gin_comm_allgather", NUL, allgather_null_send, INV, "sendbuf is NULL",
      NULL},
     {"gin_comm_allgather", NUL, allgather_null_recv, INV, "recvbuf is NULL",
@@ -458,6 +462,8 @@ static const bad_case_t cases[] = {
     {"gin_comm_destroy", SETUP, setup_dead_destroy, OK, "", NULL},
     {"gin_comm_destroy", DEAD, destroy_dead, ST, "destroy: communicator", NULL},
     {"gin_comm_rank", DEAD, rank_dead, ST, "rank: communicator", NULL},
+    {"gin_comm_device_ranks", DEAD, devranks_dead, ST,
+     "device_ranks: communicator", NULL},
     {"gin_comm_abort", DEAD, abort_dead, ST, "abort: communicator", NULL},
     {"gin_comm_get_async_error", DEAD, async_dead, ST, "error: communicator",
      NULL},

@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/bootstrap.h"
-#include "core/net.h"
+#include "base/net.h"
+#include "comm/bootstrap.h"
 #include "gin/gin.h"
 
 #include "test_common.h"

@@ -1,5 +1,5 @@
 /*
- * The all-gathered records of src/core/records.h, case by case: the peer
+ * The all-gathered records of src/comm/records.h, case by case: the peer
  * records of gin_comm_init (gin_peer_recs_check) and the registration
  * records of gin_window_register (gin_win_recs_check). The wire layout
  * (the structs' bytes, little endian), valid jobs of several sizes, every
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/records.h"
+#include "comm/records.h"
 
 #include "unit_check.h"
 

@@ -1,5 +1,5 @@
 /*
- * gin_watch_msg_check (src/core/watch_msg.h), case by case: what a peer
+ * gin_watch_msg_check (src/comm/watch_msg.h), case by case: what a peer
  * watch link may carry (a goodbye, a death, an abort) is accepted exactly
  * as encoded, anything else is refused. The fuzzer (tests/fuzz) checks
  * the invariants on arbitrary bytes; this names the cases.
@@ -7,7 +7,7 @@
 #define UNIT_CHECK_NO_GIN
 #include <string.h>
 
-#include "core/watch_msg.h"
+#include "comm/watch_msg.h"
 #include "unit_check.h"
 
 typedef struct wcase {

@@ -282,6 +282,10 @@ gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
   return GIN_SUCCESS;
 }
 
+gin_result_t gin_arch_dev_load_u64(const uint64_t *dev, uint64_t *out) {
+  return gin_arch_copy(out, dev, sizeof *out);
+}
+
 gin_result_t gin_arch_dev_flag_set(uint32_t *dev) {
   /* The copy engine writes it whatever the SMs are doing; waited for (a
    * kernel launched after this returns sees it), at most a second: only

@@ -119,6 +119,11 @@ gin_result_t gin_arch_copy(void *dst, const void *src, size_t bytes) {
   return GIN_SUCCESS;
 }
 
+gin_result_t gin_arch_dev_load_u64(const uint64_t *dev, uint64_t *out) {
+  *out = __atomic_load_n(dev, __ATOMIC_ACQUIRE);
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_arch_dev_flag_set(uint32_t *dev) {
   __atomic_store_n(dev, 1, __ATOMIC_RELEASE);
   return GIN_SUCCESS;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "base/base.h"
 #include "gin/device/arch.h"
 
 _Thread_local int gin_host_block_idx_;

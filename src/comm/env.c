@@ -19,9 +19,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "bootstrap.h"
-#include "build.h"
-#include "core.h"
+#include "base/base.h"
+#include "comm/bootstrap.h"
+#include "comm/build.h"
 
 GIN_PARAM_STR(param_job_secret, "JOB_SECRET", "",
               "job secret for jobs started by mpirun, srun or torchrun: 32 "

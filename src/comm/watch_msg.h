@@ -8,15 +8,15 @@
  * sender for BYE; the rank that aborted for ABORT), by i32 (who saw it;
  * the sender for BYE and ABORT).
  *
- * Layering: core; includes only core/net.h.
+ * Layering: comm; includes only base/net.h.
  */
-#ifndef GIN_CORE_WATCH_MSG_H
-#define GIN_CORE_WATCH_MSG_H
+#ifndef GIN_COMM_WATCH_MSG_H
+#define GIN_COMM_WATCH_MSG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/net.h"
+#include "base/net.h"
 
 #define GIN_WATCH_MAGIC 0x47494e57u /* "GINW" */
 #define GIN_WATCH_MSG_BYTES 16

@@ -19,17 +19,17 @@
  * maps them (memfd: magic, fd, size; CUDA: magic, size; the CUDA IPC
  * handle itself only the driver can judge).
  *
- * Layering: core; includes arch/arch.h (the opaque types), core/net.h and
+ * Layering: comm; includes arch/arch.h (the opaque types), base/net.h and
  * gin/gin.h.
  */
-#ifndef GIN_CORE_RECORDS_H
-#define GIN_CORE_RECORDS_H
+#ifndef GIN_COMM_RECORDS_H
+#define GIN_COMM_RECORDS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "arch/arch.h"
-#include "core/net.h"
+#include "base/net.h"
 #include "gin/gin.h"
 
 /* ------------------------------------------------------- peer records */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 
 GIN_PARAM_INT(param_near_scope, "NEAR_SCOPE", 1,
               "1: signals to a peer on this same GPU are ordered at GPU scope "
@@ -58,7 +58,7 @@ static gin_result_t reqs_resolve(const gin_devcomm_reqs_t *in,
 }
 
 static void res_free(gin_comm_t c, gin_devcomm_res_t *d, int registered) {
-  gin_proxy_rings_destroy(c, d->rings, d->nrings, d->ring_table);
+  gin_proxy_rings_destroy(c->proxy, d->rings, d->nrings, d->ring_table);
   if (registered && d->pwin_live) gin_window_deregister_(c, d->pwin, 1);
   if (d->pmem.host)
     gin_arch_hostmem_free(d->pmem.host, d->pmem.size, d->pmem_cookie);
@@ -190,7 +190,7 @@ gin_result_t gin_devcomm_create(gin_comm_t comm, const gin_devcomm_reqs_t *reqs,
     dc.pmode = (uint32_t *)(pd + sig_bytes + bar_bytes);
     dc.pcounters = (uint64_t *)(pd + cnt_off);
     GIN_CHECK_GOTO(gin_proxy_rings_create(
-                       comm, &dc, d->pwin.idx, r.signals + (int)nbar,
+                       comm->proxy, &dc, d->pwin.idx, r.signals + (int)nbar,
                        (uint64_t *)((char *)d->pmem.host + cnt_off), &d->rings),
                    res, free_res);
     d->nrings = dc.nctx;
@@ -241,7 +241,7 @@ gin_result_t gin_devcomm_destroy(gin_comm_t comm, gin_devcomm_t *dcomm) {
         word == 1 ? "a NULL dcomm" : "a device communicator that is not live");
   GIN_CHECK(res);
   /* Its rings may still hold descriptors: let the proxy consume them. */
-  GIN_CHECK(gin_proxy_quiesce(comm, 0));
+  GIN_CHECK(gin_proxy_quiesce(comm->proxy, 0));
   gin_devcomm_res_t *d = *pp;
   *pp = d->next;
   res_free(comm, d, 1);

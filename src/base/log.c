@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "base/base.h"
 #include "gin/gin.h"
 
 GIN_PARAM_STR(param_debug, "DEBUG", "WARN",

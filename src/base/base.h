@@ -1,10 +1,12 @@
 /*
- * Core internals shared by src/core, src/arch and the tools: logging,
- * errors, check macros, settings, time. The lowest layer of the host
- * library: it includes nothing from proxy/, transport/ or ep/.
+ * The base layer, under every other: logging, errors and their check
+ * macros, settings, time (base.h), socket addresses and wire fields
+ * (net.h). The library's layers, bottom up: base, arch, transport, proxy,
+ * comm, ep; each includes and calls only those below it (the layer test,
+ * tests/layers_check.sh, and docs/DESIGN-NOTES.md, "Layers").
  */
-#ifndef GIN_CORE_H
-#define GIN_CORE_H
+#ifndef GIN_BASE_H
+#define GIN_BASE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -59,6 +61,8 @@ gin_result_t gin_error(gin_result_t res, const char *file, int line,
                        const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define GIN_ERROR(res, ...) gin_error(res, __FILE__, __LINE__, __VA_ARGS__)
+/* This thread's last error message (public: gin.h). */
+GIN_API const char *gin_last_error(void);
 
 /* Propagate an error already recorded by the callee. */
 #define GIN_CHECK(call)                                                        \

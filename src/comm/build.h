@@ -1,6 +1,6 @@
 /* Internal: the check of a program's build against the library (build.c). */
-#ifndef GIN_CORE_BUILD_H
-#define GIN_CORE_BUILD_H
+#ifndef GIN_COMM_BUILD_H
+#define GIN_COMM_BUILD_H
 
 #include "gin/gin.h"
 

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/net.h"
 #include "gin/gin.h"
-#include "net.h"
 
 #define GIN_BS_MAGIC 0x47494e42u /* "GINB" */
 #define GIN_BS_VERSION 1

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 
 typedef struct gin_alloc {
   gin_alloc_info_t info;

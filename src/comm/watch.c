@@ -20,7 +20,7 @@
  * other hosts, which share no abort word with it, stop within
  * milliseconds instead of timing out.
  *
- * Link messages: 16 bytes (core/watch_msg.h), checked by
+ * Link messages: 16 bytes (comm/watch_msg.h), checked by
  * gin_watch_msg_check before use.
  */
 #define _GNU_SOURCE
@@ -36,9 +36,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/comm.h"
-#include "core/net.h"
-#include "core/watch_msg.h"
+#include "base/net.h"
+#include "comm/comm.h"
+#include "comm/watch_msg.h"
 
 GIN_PARAM_INT(param_watch, "WATCH", 1,
               "1: every rank watches a few others (about 2 log2 N "

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
-#include "net.h"
+#include "base/base.h"
+#include "base/net.h"
 
 socklen_t gin_net_addr_to_sockaddr(const gin_net_addr_t *a,
                                    struct sockaddr_storage *ss_out) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "base/base.h"
 #include "gin/gin.h"
 
 static pthread_mutex_t param_lock = PTHREAD_MUTEX_INITIALIZER;

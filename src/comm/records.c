@@ -1,5 +1,5 @@
 /* The peer and registration records' encoders and checks (records.h). */
-#include "core/records.h"
+#include "comm/records.h"
 
 #include <string.h>
 

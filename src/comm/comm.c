@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/build.h"
-#include "core/comm.h"
+#include "comm/build.h"
+#include "comm/comm.h"
 
 #define GIN_COMM_MAGIC 0x67696e636f6d6d31ull /* "gincomm1" */
 /* Most a report waits for the watcher to name a dead rank when what it
@@ -36,10 +36,6 @@ GIN_PARAM_STR(param_backend, "BACKEND", "auto",
               "path to peers: auto (direct where mapped, proxy elsewhere), "
               "direct (load/store only), proxy (every peer through the CPU "
               "proxy, also those that could go direct)")
-GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
-              "transport of proxied peers: auto (ipc on this machine, tcp to "
-              "other hosts), ipc, tcp (also on this machine), or null "
-              "(completes at once, moves nothing: ring measurements)")
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gin_comm *live_head;
@@ -231,20 +227,12 @@ static const char *path_name(int p) {
  * peers form the lsa team (memory mapped here). */
 static gin_result_t comm_setup_paths(gin_comm_t c) {
   gin_peer_info_t *me = &c->peers[c->rank];
-  const char *backend = param_backend(), *tr = param_transport();
+  const char *backend = param_backend();
   int force_proxy = strcmp(backend, "proxy") == 0;
   int direct_only = strcmp(backend, "direct") == 0;
   if (!force_proxy && !direct_only && strcmp(backend, "auto") != 0)
     return GIN_ERROR(GIN_ERR_INVALID,
                      "GIN_BACKEND=%s: expected auto, direct or proxy", backend);
-  int tnull = strcmp(tr, "null") == 0, ttcp = strcmp(tr, "tcp") == 0;
-  if (!tnull && !ttcp && strcmp(tr, "auto") != 0 && strcmp(tr, "ipc") != 0)
-    return GIN_ERROR(GIN_ERR_INVALID,
-                     "GIN_TRANSPORT=%s: expected auto, ipc, tcp or null", tr);
-  int have_tcp = gin_transport_available(GIN_TRANSPORT_TCP_ID);
-  if (ttcp && !have_tcp)
-    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
-                     "GIN_TRANSPORT=tcp: this build has no tcp transport");
   c->lsa_size = 0;
   int here = 0; /* ranks on this machine, this one included */
   for (int r = 0; r < c->nranks; r++) {
@@ -253,12 +241,11 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
     here += same_host;
     c->path_mapped[r] =
         r == c->rank || (same_host && gin_arch_can_map(&me->dev, &p->dev));
-    int t = tnull                        ? GIN_TRANSPORT_NULL_ID
-            : ttcp || !c->path_mapped[r] ? GIN_TRANSPORT_TCP_ID
-                                         : GIN_TRANSPORT_IPC_ID;
+    int t;
+    GIN_CHECK(gin_transport_select(c->path_mapped[r], &t));
     if (c->path_mapped[r] && !force_proxy)
       c->path[r] = r == c->rank ? GIN_PATH_SELF : GIN_PATH_DIRECT;
-    else if (!direct_only && (t != GIN_TRANSPORT_TCP_ID || have_tcp))
+    else if (!direct_only)
       c->path[r] = GIN_PATH_PROXY;
     else
       c->path[r] = GIN_PATH_NONE;
@@ -267,10 +254,9 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
       if (r == c->rank) c->lsa_rank = c->lsa_size;
       c->lsa_ranks[c->lsa_size++] = r;
     }
-    static const char *tnames[] = {"ipc", "null", "tcp", "?"};
     GIN_INFO(INIT, "rank %d: peer %d path %s%s%s%s", c->rank, r,
              path_name(c->path[r]), c->path[r] == GIN_PATH_PROXY ? " (" : "",
-             c->path[r] == GIN_PATH_PROXY ? tnames[t & 3] : "",
+             c->path[r] == GIN_PATH_PROXY ? gin_transport_get(t)->name : "",
              c->path[r] == GIN_PATH_PROXY ? ")" : "");
   }
   gin_arch_local_ranks(here);
@@ -404,6 +390,42 @@ static void comm_free(gin_comm_t c) {
   free(c);
 }
 
+/* The job's calls up (gin_job_t): the bootstrap's all-gather, and an
+ * abort by this rank. */
+static gin_result_t comm_job_allgather(void *owner, void *all, size_t bytes) {
+  return gin_bs_allgather(((gin_comm_t)owner)->bs, all, bytes);
+}
+static void comm_job_abort(void *owner) {
+  gin_comm_abort_cpu_((gin_comm_t)owner);
+}
+
+/* What the proxy and the transports see of c: filled once the peers'
+ * paths, the control page and the window table are set up. */
+static void comm_job_fill(gin_comm_t c) {
+  gin_job_t *j = &c->job;
+  gin_bs_uid_t u;
+  memcpy(&u, c->uid.bytes, sizeof u);
+  j->rank = c->rank;
+  j->nranks = c->nranks;
+  j->timeout_ms = c->timeout_ms;
+  memset(&j->root, 0, sizeof j->root);
+  j->root.family = u.family;
+  j->root.port = u.port;
+  memcpy(j->root.addr, u.addr, sizeof j->root.addr);
+  memcpy(j->secret, u.secret, sizeof j->secret);
+  j->path = c->path;
+  j->mapped = c->path_mapped;
+  j->transport = c->transport;
+  j->wins = c->wins;
+  j->max_windows = c->max_windows;
+  j->ctrl = c->ctrl;
+  j->proxy_msg = c->proxy_msg;
+  j->proxy_msg_len = sizeof c->proxy_msg;
+  j->owner = c;
+  j->allgather = comm_job_allgather;
+  j->abort = comm_job_abort;
+}
+
 gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks, int rank,
                                   const gin_unique_id_t *uid,
                                   const gin_config_t *cfg,
@@ -503,7 +525,10 @@ gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks, int rank,
   /* Every rank takes part, so that a transport's setup is collective. */
   int any_proxy = comm_has_proxied(c), all_proxy = 0;
   GIN_CHECK_GOTO(comm_any(c, any_proxy, &all_proxy), res, fini_windows);
-  if (all_proxy) GIN_CHECK_GOTO(gin_proxy_attach(c), res, fini_windows);
+  if (all_proxy) {
+    comm_job_fill(c);
+    GIN_CHECK_GOTO(gin_proxy_attach(&c->job, &c->proxy), res, fini_windows);
+  }
   /* Nobody returns before every peer has mapped what it needs. */
   GIN_CHECK_GOTO(gin_bs_barrier(c->bs), res, detach_proxy);
 
@@ -517,7 +542,8 @@ gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks, int rank,
   return GIN_SUCCESS;
 
 detach_proxy:
-  gin_proxy_detach(c);
+  gin_proxy_detach(c->proxy);
+  c->proxy = NULL;
 fini_windows:
   gin_window_fini_(c);
 free_comm:
@@ -540,7 +566,8 @@ gin_result_t gin_comm_destroy(gin_comm_t comm) {
                      (void *)comm);
   /* The goodbye first: from now on this rank's going is no death. */
   gin_watch_stop(comm);
-  gin_proxy_detach(comm);
+  gin_proxy_detach(comm->proxy);
+  comm->proxy = NULL;
   gin_window_fini_(comm);
   gin_devcomm_fini_(comm);
   comm_free(comm);
@@ -548,8 +575,7 @@ gin_result_t gin_comm_destroy(gin_comm_t comm) {
 }
 
 uint32_t gin_comm_aborted_by_(gin_comm_t c) {
-  uint32_t who = __atomic_load_n(&c->ctrl->abort, __ATOMIC_ACQUIRE);
-  return who ? who : __atomic_load_n(&c->ctrl->habort, __ATOMIC_ACQUIRE);
+  return gin_ctrl_aborted_by(c->ctrl);
 }
 
 void gin_comm_gate_shut_(gin_comm_t c) {
@@ -701,7 +727,7 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
     int sp;
     uint64_t sms;
     const char *tn;
-    if (gin_proxy_stuck(c, &sp, &sms, &tn))
+    if (gin_proxy_stuck(c->proxy, &sp, &sms, &tn))
       return GIN_ERROR(GIN_ERR_TIMEOUT,
                        "rank %d: no free slot in the proxy ring of context "
                        "%lld for %llu ms (peer %lld): the proxy was held up "
@@ -829,7 +855,7 @@ gin_result_t gin_comm_get_async_error(gin_comm_t comm) {
    * communicator, which ends this wait): the grace lets that record be
    * the answer rather than this wait's own timeout. */
   if (!gin_comm_aborted_by_(comm)) {
-    gin_result_t q = gin_proxy_quiesce(comm, 1000);
+    gin_result_t q = gin_proxy_quiesce(comm->proxy, 1000);
     if (q != GIN_SUCCESS) {
       gin_result_t a = comm_async_error(comm);
       return a != GIN_SUCCESS ? a : q;
@@ -842,6 +868,17 @@ gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out) {
   GIN_CHECK(comm_find(comm, "gin_comm_rank"));
   GIN_ARG_CHECK(rank_out, "gin_comm_rank: rank_out is NULL");
   *rank_out = comm->rank;
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_comm_device_ranks(gin_comm_t comm, int *count_out) {
+  GIN_CHECK(comm_find(comm, "gin_comm_device_ranks"));
+  GIN_ARG_CHECK(count_out, "gin_comm_device_ranks: count_out is NULL");
+  int n = 0;
+  for (int i = 0; i < comm->nranks; i++)
+    n += gin_arch_same_device(&comm->peers[comm->rank].dev,
+                              &comm->peers[i].dev) != 0;
+  *count_out = n < 1 ? 1 : n;
   return GIN_SUCCESS;
 }
 

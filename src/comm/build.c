@@ -4,9 +4,9 @@
  * the program's header version, the sizes of the structs kernels receive
  * and whether the caller was compiled by nvcc.
  */
-#include "core/build.h"
+#include "comm/build.h"
 #include "arch/arch.h"
-#include "core/core.h"
+#include "base/base.h"
 
 const char *gin_version(void) {
 #define GIN_STR2_(x) #x

@@ -1,37 +1,17 @@
 /*
  * Communicator internals shared by comm.c, window.c, devcomm.c and mem.c.
+ * The communicator layer (src/comm) is the top of the library under EP:
+ * it owns the proxy (src/proxy) and hands it and the transports a
+ * gin_job_t, the narrow view of itself they get.
  */
-#ifndef GIN_CORE_COMM_H
-#define GIN_CORE_COMM_H
+#ifndef GIN_COMM_COMM_H
+#define GIN_COMM_COMM_H
 
 #include "arch/arch.h"
-#include "core/bootstrap.h"
-#include "core/records.h" /* gin_peer_info_t, GIN_HOSTID_BYTES */
+#include "comm/bootstrap.h"
+#include "comm/records.h" /* gin_peer_info_t, GIN_HOSTID_BYTES */
 #include "gin/gin.h"
-
-/* Transport ids (src/transport), per proxied peer. */
-enum {
-  GIN_TRANSPORT_IPC_ID = 0,
-  GIN_TRANSPORT_NULL_ID = 1,
-  GIN_TRANSPORT_TCP_ID = 2,
-  GIN_TRANSPORT_MAX = 4
-};
-
-/* One registered window, host side. */
-typedef struct gin_win_slot {
-  int live;
-  uint32_t gen;
-  void *ptr; /* local memory */
-  size_t size;
-  char **bases;      /* [nranks] host mirror of the device base table */
-  char **hbases;     /* [nranks] CPU views (host-kind windows), else NULL */
-  int host_kind;     /* backed by host memory the device maps */
-  void *hptr;        /* CPU view of the local memory (host kind) */
-  void **import_ptr; /* [nranks] peer allocations mapped here */
-  void **import_cookie;
-  size_t *import_size;
-  int internal; /* owned by a devcomm */
-} gin_win_slot_t;
+#include "proxy/proxy.h"
 
 typedef struct gin_devcomm_res gin_devcomm_res_t;
 
@@ -53,6 +33,7 @@ typedef struct gin_comm_death {
 
 struct gin_comm {
   uint64_t magic;
+  gin_job_t job; /* what the proxy and the transports see of this one */
   int rank, nranks;
   int64_t timeout_ms;
   gin_bs_t *bs;
@@ -175,31 +156,6 @@ gin_result_t gin_window_register_(gin_comm_t comm, void *ptr, size_t size,
                                   gin_window_t *win_out);
 gin_result_t gin_window_deregister_(gin_comm_t comm, gin_window_t win,
                                     int internal);
-
-/* The proxy layer (src/proxy). The one place the core calls up a layer:
- * communicators with proxied peers start and stop their proxy. */
-struct gin_proxy;
-struct gin_proxy_ring;
-gin_result_t gin_proxy_attach(gin_comm_t comm);
-void gin_proxy_detach(gin_comm_t comm);
-/* Waits until the proxy consumed everything kernels posted, at most the
- * timeout plus grace_ms (proxy.h). */
-gin_result_t gin_proxy_quiesce(gin_comm_t comm, int grace_ms);
-/* Whether a proxy thread of comm waits for a transport's room to send to
- * a peer, or gave up waiting (the communicator is then failing): 1 with
- * that peer, the wait in ms (so far, or until it gave up) and the
- * transport's name (the longest such wait), else 0 and nothing written. */
-int gin_proxy_stuck(gin_comm_t comm, int *peer, uint64_t *ms,
-                    const char **transport);
-gin_result_t gin_proxy_rings_create(gin_comm_t comm, gin_devcomm_t *dc,
-                                    uint32_t sig_win, int nsig_total,
-                                    uint64_t *counters_host,
-                                    struct gin_proxy_ring **rings_out);
-void gin_proxy_rings_destroy(gin_comm_t comm, struct gin_proxy_ring *rings,
-                             int n, void *dev_table);
-
-/* Whether transport id t is built in (src/transport/transport.c). */
-int gin_transport_available(int t);
 
 /* Device communicators (devcomm.c). */
 void gin_devcomm_fini_(gin_comm_t comm);

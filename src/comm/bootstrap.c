@@ -31,9 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "core.h"
-#include "net.h"
+#include "base/base.h"
+#include "base/net.h"
+#include "comm/bootstrap.h"
 
 #define BS_HELLO_BYTES GIN_BS_HELLO_BYTES
 #define BS_REPLY_BYTES GIN_BS_REPLY_BYTES

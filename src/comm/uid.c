@@ -8,8 +8,8 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
-#include "bootstrap.h"
-#include "core.h"
+#include "base/base.h"
+#include "comm/bootstrap.h"
 
 GIN_PARAM_STR(param_root_addr, "ROOT_ADDR", "127.0.0.1",
               "address (or host name) the bootstrap root listens on and "

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/comm.h"
+#include "comm/comm.h"
 
 GIN_PARAM_INT(param_max_windows, "MAX_WINDOWS", 64,
               "window table slots per communicator (device communicators use "
@@ -244,7 +244,7 @@ gin_result_t gin_window_deregister_(gin_comm_t c, gin_window_t win,
                       "a live window (deregistered twice?)",
                       c->rank, win.idx, win.gen);
   /* Descriptors kernels posted before may still name this window. */
-  if (local == GIN_SUCCESS) local = gin_proxy_quiesce(c, 0);
+  if (local == GIN_SUCCESS) local = gin_proxy_quiesce(c->proxy, 0);
   /* Collective: nobody unmaps while a peer may still be registering. */
   int first = -1;
   int32_t word = 0;

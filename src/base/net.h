@@ -1,12 +1,12 @@
 /*
- * Socket helpers shared by the bootstrap (src/core) and the tcp transport
+ * Socket helpers shared by the bootstrap (src/comm) and the tcp transport
  * (src/transport): an IPv4 / IPv6 address with its port, its conversions
  * to and from struct sockaddr and text, and the poll timeout that is left
- * before a deadline. Host side only. Part of the core layer: it includes
+ * before a deadline. Host side only. Part of the base layer: it includes
  * nothing from arch/, proxy/ or transport/.
  */
-#ifndef GIN_CORE_NET_H
-#define GIN_CORE_NET_H
+#ifndef GIN_BASE_NET_H
+#define GIN_BASE_NET_H
 
 #include <stddef.h>
 #include <stdint.h>
