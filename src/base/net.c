@@ -3,11 +3,15 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "base/net.h"
@@ -80,4 +84,83 @@ gin_result_t gin_net_why(char *buf, size_t len, gin_result_t res,
     va_end(ap);
   }
   return res;
+}
+
+#define NET_RETRY_MS 20 /* pause between connection attempts */
+
+int gin_net_listen(const gin_net_addr_t *a, gin_net_addr_t *bound) {
+  struct sockaddr_storage ss;
+  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
+  int one = 1,
+      fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (struct sockaddr *)&ss, sl) == 0 && listen(fd, SOMAXCONN) == 0 &&
+      getsockname(fd, (struct sockaddr *)&ss, &(socklen_t){sizeof ss}) == 0 &&
+      gin_net_addr_from_sockaddr((struct sockaddr *)&ss, bound) == GIN_SUCCESS)
+    return fd;
+  int e = errno;
+  close(fd);
+  errno = e;
+  return -1;
+}
+
+int gin_net_retryable(int err) {
+  return err != EAFNOSUPPORT && err != EINVAL && err != EACCES &&
+         err != EPERM && err != EPROTONOSUPPORT;
+}
+
+int gin_net_connect(const gin_net_addr_t *a, uint64_t deadline_ns,
+                    int *err_out) {
+  struct sockaddr_storage ss;
+  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
+  int err;
+  for (;;) {
+    int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      *err_out = errno;
+      return -1;
+    }
+    gin_net_set_nodelay(fd);
+    if (connect(fd, (struct sockaddr *)&ss, sl) == 0) return fd;
+    err = errno;
+    if (err == EINPROGRESS) {
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      int n = poll(&p, 1, gin_net_poll_timeout_ms(deadline_ns));
+      if (n > 0 &&
+          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err,
+                     &(socklen_t){sizeof err}) == 0 &&
+          err == 0)
+        return fd;
+      err = n == 0 ? ETIMEDOUT : n < 0 ? errno : err;
+    }
+    close(fd);
+    int left = gin_net_poll_timeout_ms(deadline_ns);
+    if (!gin_net_retryable(err) || left == 0) break;
+    int ms = left < NET_RETRY_MS ? left : NET_RETRY_MS;
+    nanosleep(&(struct timespec){0, (long)ms * 1000000L}, NULL);
+  }
+  *err_out = err;
+  return -1;
+}
+
+int gin_net_io_all(int fd, void *buf, size_t len, int dir_send,
+                   uint64_t deadline_ns) {
+  for (size_t done = 0; done < len;) {
+    char *p = (char *)buf + done;
+    ssize_t n = dir_send ? send(fd, p, len - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+                         : recv(fd, p, len - done, MSG_DONTWAIT);
+    if (n > 0) {
+      done += (size_t)n;
+      continue;
+    }
+    if (n == 0 && !dir_send) return GIN_NET_IO_EOF;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return errno;
+    struct pollfd pfd = {.fd = fd, .events = dir_send ? POLLOUT : POLLIN};
+    int left = gin_net_poll_timeout_ms(deadline_ns);
+    if (left == 0) return GIN_NET_IO_TIMEOUT;
+    if (poll(&pfd, 1, left) < 0 && errno != EINTR) return errno;
+  }
+  return 0;
 }

@@ -59,6 +59,36 @@ int gin_net_poll_timeout_ms(uint64_t deadline_ns);
  * treat it as best effort). Thread safe. */
 gin_result_t gin_net_set_nodelay(int fd);
 
+/* The one set of socket calls the bootstrap and the tcp transport share,
+ * with one retry rule. */
+
+/* Opens a non-blocking, close-on-exec listening socket on *a (port 0:
+ * any free one), SO_REUSEADDR set; writes the address it is bound to into
+ * *bound (may be a). Returns the fd, or -1 with errno set. */
+int gin_net_listen(const gin_net_addr_t *a, gin_net_addr_t *bound);
+
+/* Connects to a before deadline_ns (a gin_now_ns() time), retrying every
+ * 20 ms what a peer slow to listen answers (refused, unreachable, timed
+ * out, ...) and giving up at once where no retry can help (EAFNOSUPPORT,
+ * EPROTONOSUPPORT, EINVAL, EACCES, EPERM). Returns a non-blocking,
+ * close-on-exec fd with TCP_NODELAY, or -1 with *err_out the last errno
+ * (ETIMEDOUT at the deadline). */
+int gin_net_connect(const gin_net_addr_t *a, uint64_t deadline_ns,
+                    int *err_out);
+
+/* Whether gin_net_connect retries error err (what a peer that does not
+ * listen yet answers): such a failure at the deadline is a timeout. */
+int gin_net_retryable(int err);
+
+/* gin_net_io_all's results besides 0 (done) and a positive errno. */
+enum { GIN_NET_IO_TIMEOUT = -1, GIN_NET_IO_EOF = -2 };
+
+/* Sends (dir_send) or receives exactly len bytes on the non-blocking fd
+ * before deadline_ns: 0, GIN_NET_IO_TIMEOUT, GIN_NET_IO_EOF (the peer
+ * closed while receiving) or a positive errno. Never raises SIGPIPE. */
+int gin_net_io_all(int fd, void *buf, size_t len, int dir_send,
+                   uint64_t deadline_ns);
+
 /* For the pure checks of wire messages: formats what was wrong into
  * buf[0, len) (nothing when buf is NULL or len is 0; NUL-terminated
  * otherwise) and returns res. No logging; thread safe. */

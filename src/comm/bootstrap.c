@@ -48,8 +48,6 @@
 #define BS_ABORT_SLICE_MS 20
 #define BS_SETTLE_MS 1000
 
-enum { BS_IO_OK = 0, BS_IO_TIMEOUT = -1, BS_IO_EOF = -2 };
-
 /* Why a hello was refused (also sent to the rank in a REFUSED reply). */
 enum bs_reason {
   BS_OK,
@@ -318,95 +316,12 @@ static int bs_again(void) {
   return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
-/* Opens a non-blocking listening socket on a (port 0: any); writes the
- * bound address to *bound. Returns the fd, or -1 with errno set. */
-static int bs_listen(const gin_net_addr_t *a, gin_net_addr_t *bound) {
-  struct sockaddr_storage ss;
-  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
-  int one = 1,
-      fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, (struct sockaddr *)&ss, sl) == 0 && listen(fd, SOMAXCONN) == 0 &&
-      getsockname(fd, (struct sockaddr *)&ss, &(socklen_t){sizeof ss}) == 0 &&
-      gin_net_addr_from_sockaddr((struct sockaddr *)&ss, bound) == GIN_SUCCESS)
-    return fd;
-  int e = errno;
-  close(fd);
-  errno = e;
-  return -1;
-}
-
-/* Errors worth retrying a connection for (the peer may not listen yet). */
-static int bs_retryable(int err) {
-  return err != EAFNOSUPPORT && err != EINVAL && err != EACCES &&
-         err != EPERM && err != EPROTONOSUPPORT;
-}
-
-/* Connects to a, retrying until the deadline. Returns a non-blocking fd
- * with TCP_NODELAY, or -1 with *err_out set. */
-static int bs_connect(const gin_net_addr_t *a, uint64_t deadline,
-                      int *err_out) {
-  struct sockaddr_storage ss;
-  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
-  int err;
-  for (;;) {
-    int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      *err_out = errno;
-      return -1;
-    }
-    gin_net_set_nodelay(fd);
-    if (connect(fd, (struct sockaddr *)&ss, sl) == 0) return fd;
-    err = errno;
-    if (err == EINPROGRESS) {
-      struct pollfd p = {.fd = fd, .events = POLLOUT};
-      int n = poll(&p, 1, gin_net_poll_timeout_ms(deadline));
-      if (n > 0 &&
-          getsockopt(fd, SOL_SOCKET, SO_ERROR, &err,
-                     &(socklen_t){sizeof err}) == 0 &&
-          err == 0)
-        return fd;
-      err = n == 0 ? ETIMEDOUT : n < 0 ? errno : err;
-    }
-    close(fd);
-    int left = gin_net_poll_timeout_ms(deadline);
-    if (!bs_retryable(err) || left == 0) break;
-    int ms = left < BS_RETRY_MS ? left : BS_RETRY_MS;
-    nanosleep(&(struct timespec){0, (long)ms * 1000000L}, NULL);
-  }
-  *err_out = err;
-  return -1;
-}
-
-/* Sends (dir_send) or receives exactly len bytes before the deadline.
- * Returns BS_IO_OK, BS_IO_TIMEOUT, BS_IO_EOF or a positive errno. */
-static int bs_io_all(int fd, void *buf, size_t len, int dir_send,
-                     uint64_t deadline) {
-  for (size_t done = 0; done < len;) {
-    char *p = (char *)buf + done;
-    ssize_t n = dir_send ? send(fd, p, len - done, MSG_NOSIGNAL | MSG_DONTWAIT)
-                         : recv(fd, p, len - done, MSG_DONTWAIT);
-    if (n > 0) {
-      done += (size_t)n;
-      continue;
-    }
-    if (n == 0 && !dir_send) return BS_IO_EOF;
-    if (n < 0 && !bs_again()) return errno;
-    struct pollfd pfd = {.fd = fd, .events = dir_send ? POLLOUT : POLLIN};
-    int left = gin_net_poll_timeout_ms(deadline);
-    if (left == 0) return BS_IO_TIMEOUT;
-    if (poll(&pfd, 1, left) < 0 && errno != EINTR) return errno;
-  }
-  return BS_IO_OK;
-}
-
-/* Records a failure of bs_io_all; `what` says who did what with whom. */
+/* Records a failure of gin_net_io_all; `what` says who did what with whom. */
 static gin_result_t bs_io_error(int io, int64_t timeout_ms, const char *what) {
-  if (io == BS_IO_TIMEOUT)
+  if (io == GIN_NET_IO_TIMEOUT)
     return GIN_ERROR(GIN_ERR_TIMEOUT, "%s: no answer within %lld ms", what,
                      (long long)timeout_ms);
-  if (io == BS_IO_EOF)
+  if (io == GIN_NET_IO_EOF)
     return GIN_ERROR(GIN_ERR_REMOTE, "%s: connection closed by the peer", what);
   return GIN_ERROR(GIN_ERR_REMOTE, "%s: %s", what, strerror(io));
 }
@@ -572,10 +487,10 @@ static void bs_root_send(bs_root_t *root, const uint8_t *msg, size_t len) {
   uint64_t deadline = bs_deadline(root->timeout_ms);
   for (int r = 0; r < root->nranks; r++) {
     if (root->fds[r] < 0) continue;
-    int io = bs_io_all(root->fds[r], (void *)msg, len, 1, deadline);
-    if (io != BS_IO_OK)
+    int io = gin_net_io_all(root->fds[r], (void *)msg, len, 1, deadline);
+    if (io != 0)
       GIN_WARN(BOOTSTRAP, "%s: could not answer rank %d: %s", root->acc.who, r,
-               io == BS_IO_TIMEOUT ? "timed out" : strerror(io));
+               io == GIN_NET_IO_TIMEOUT ? "timed out" : strerror(io));
   }
 }
 
@@ -682,7 +597,7 @@ gin_result_t gin_bs_root_start(int nranks, const char *addr, int port,
     return GIN_ERROR(GIN_ERR_INVALID,
                      "bootstrap root: cannot resolve address \"%s\": %s", addr,
                      why);
-  int lfd = bs_listen(&want, &bound);
+  int lfd = gin_net_listen(&want, &bound);
   if (lfd < 0)
     return GIN_ERROR(
         GIN_ERR_SYSTEM, "bootstrap root: cannot listen on %s: %s%s",
@@ -754,8 +669,8 @@ static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
   gin_bs_hello_encode(hello, msg);
   snprintf(what, sizeof what, "bootstrap: rank %d registering with root %s",
            bs->rank, rstr);
-  if ((io = bs_io_all(rfd, msg, BS_HELLO_BYTES, 1, deadline)) ||
-      (io = bs_io_all(rfd, msg, BS_REPLY_BYTES, 0, deadline)))
+  if ((io = gin_net_io_all(rfd, msg, BS_HELLO_BYTES, 1, deadline)) ||
+      (io = gin_net_io_all(rfd, msg, BS_REPLY_BYTES, 0, deadline)))
     return bs_io_error(io, bs->timeout_ms, what);
   if (gin_bs_reply_check(msg, BS_REPLY_BYTES, n, why, sizeof why, &rep) !=
       GIN_SUCCESS)
@@ -781,8 +696,8 @@ static gin_result_t bs_register(gin_bs_t *bs, int rfd, const char *rstr,
   gin_net_addr_t own = {.family = hello->family, .port = hello->port};
   memcpy(own.addr, hello->addr, 16);
   gin_result_t res = GIN_SUCCESS;
-  io = bs_io_all(rfd, table, tlen, 0, deadline);
-  if (io == BS_IO_OK)
+  io = gin_net_io_all(rfd, table, tlen, 0, deadline);
+  if (io == 0)
     res = gin_bs_table_check(table, tlen, n, bs->rank, &own, why, sizeof why,
                              addrs);
   free(table);
@@ -804,9 +719,9 @@ static gin_result_t bs_ring_connect(gin_bs_t *bs, int lfd,
   gin_net_addr_str(&addrs[next], nstr, sizeof nstr);
   gin_net_addr_str(&addrs[prev], pstr, sizeof pstr);
   int err = 0;
-  bs->next_fd = bs_connect(&addrs[next], deadline, &err);
+  bs->next_fd = gin_net_connect(&addrs[next], deadline, &err);
   if (bs->next_fd < 0)
-    return GIN_ERROR(bs_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
+    return GIN_ERROR(gin_net_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
                      "bootstrap: rank %d could not connect to rank %d at %s "
                      "within %lld ms: %s",
                      bs->rank, next, nstr, (long long)bs->timeout_ms,
@@ -815,7 +730,7 @@ static gin_result_t bs_ring_connect(gin_bs_t *bs, int lfd,
   h.kind = GIN_BS_HELLO_RING;
   uint8_t msg[BS_HELLO_BYTES];
   gin_bs_hello_encode(&h, msg);
-  int io = bs_io_all(bs->next_fd, msg, sizeof msg, 1, deadline);
+  int io = gin_net_io_all(bs->next_fd, msg, sizeof msg, 1, deadline);
   if (io) {
     snprintf(what, sizeof what, "bootstrap: rank %d greeting rank %d at %s",
              bs->rank, next, nstr);
@@ -859,9 +774,9 @@ static gin_result_t bs_join(gin_bs_t *bs, const gin_bs_uid_t *u,
   memcpy(root.addr, u->addr, 16);
   char rstr[BS_ADDRSTR], mstr[BS_ADDRSTR];
   gin_net_addr_str(&root, rstr, sizeof rstr);
-  int err = 0, lfd = -1, rfd = bs_connect(&root, deadline, &err);
+  int err = 0, lfd = -1, rfd = gin_net_connect(&root, deadline, &err);
   if (rfd < 0)
-    return GIN_ERROR(bs_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
+    return GIN_ERROR(gin_net_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
                      "bootstrap: rank %d could not reach root %s within %lld "
                      "ms: %s",
                      bs->rank, rstr, (long long)bs->timeout_ms, strerror(err));
@@ -874,7 +789,7 @@ static gin_result_t bs_join(gin_bs_t *bs, const gin_bs_uid_t *u,
     goto out_close_root;
   }
   me.port = 0;
-  if (bs->nranks > 1 && (lfd = bs_listen(&me, &me)) < 0) {
+  if (bs->nranks > 1 && (lfd = gin_net_listen(&me, &me)) < 0) {
     res = GIN_ERROR(GIN_ERR_SYSTEM,
                     "bootstrap: rank %d cannot listen on %s: %s", bs->rank,
                     gin_net_addr_str(&me, mstr, sizeof mstr), strerror(errno));
@@ -990,7 +905,8 @@ static gin_result_t bs_link_accept(gin_bs_t *bs, const int *peers, int n,
          (res = bs_accept_hello(a, deadline, &fd, &h, peer)) == GIN_SUCCESS) {
     for (slot = 0; slot < n; slot++)
       if (peers[slot] == h.rank && h.rank < bs->rank && fds[slot] < 0) break;
-    if (slot == n || bs_io_all(fd, (void *)msg, BS_HELLO_BYTES, 1, deadline)) {
+    if (slot == n ||
+        gin_net_io_all(fd, (void *)msg, BS_HELLO_BYTES, 1, deadline)) {
       GIN_WARN(BOOTSTRAP,
                "bootstrap: rank %d: refused link from %s (rank %d): %s",
                bs->rank, peer, (int)h.rank,
@@ -1048,16 +964,16 @@ gin_result_t gin_bs_link(gin_bs_t *bs, const int *peers, int n, int *fds_out) {
     int err = 0, io;
     const gin_net_addr_t *pa = &bs->addrs[peers[i]];
     gin_net_addr_str(pa, astr, sizeof astr);
-    fds_out[i] = bs_connect(pa, deadline, &err);
+    fds_out[i] = gin_net_connect(pa, deadline, &err);
     if (fds_out[i] < 0)
       return bs_link_fail(
           fds_out, n,
-          GIN_ERROR(bs_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
+          GIN_ERROR(gin_net_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_SYSTEM,
                     "bootstrap: rank %d could not link to rank %d at %s "
                     "within %lld ms: %s",
                     bs->rank, peers[i], astr, (long long)bs->timeout_ms,
                     strerror(err)));
-    if ((io = bs_io_all(fds_out[i], msg, sizeof msg, 1, deadline))) {
+    if ((io = gin_net_io_all(fds_out[i], msg, sizeof msg, 1, deadline))) {
       snprintf(what, sizeof what, "bootstrap: rank %d linking to rank %d at %s",
                bs->rank, peers[i], astr);
       return bs_link_fail(fds_out, n, bs_io_error(io, bs->timeout_ms, what));
@@ -1071,7 +987,7 @@ gin_result_t gin_bs_link(gin_bs_t *bs, const int *peers, int n, int *fds_out) {
     snprintf(what, sizeof what,
              "bootstrap: rank %d waiting for rank %d's link answer", bs->rank,
              peers[i]);
-    int io = bs_io_all(fds_out[i], buf, sizeof buf, 0, deadline);
+    int io = gin_net_io_all(fds_out[i], buf, sizeof buf, 0, deadline);
     if (io)
       return bs_link_fail(fds_out, n, bs_io_error(io, bs->timeout_ms, what));
     if (gin_bs_hello_check(buf, sizeof buf, bs->secret, bs->nranks,

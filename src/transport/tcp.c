@@ -64,7 +64,6 @@ GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
 #define TCP_EVENTS 64
 #define TCP_HELLO_WAIT_MS 5000 /* a connection must say hello this fast */
 #define TCP_MAX_PENDING 64     /* connections waiting for their hello */
-#define TCP_RETRY_MS 20        /* pause between connection attempts */
 #define TCP_FINI_MS 5000       /* fini flushes queued bytes this long */
 
 _Static_assert(TCP_CHUNK <= GIN_TCP_MAX_CHUNK, "chunk within the protocol");
@@ -99,78 +98,6 @@ static void tcp_local_addr(const gin_job_t *job, gin_net_addr_t *out) {
         job->rank);
   }
   out->port = 0;
-}
-
-/* A non-blocking listening socket on *a (port 0: any); *a gets the port.
- * Returns the fd or -1 with errno. */
-static int tcp_listen(gin_net_addr_t *a) {
-  struct sockaddr_storage ss;
-  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
-  int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (bind(fd, (struct sockaddr *)&ss, sl) == 0 && listen(fd, SOMAXCONN) == 0 &&
-      getsockname(fd, (struct sockaddr *)&ss, &(socklen_t){sizeof ss}) == 0 &&
-      gin_net_addr_from_sockaddr((struct sockaddr *)&ss, a) == GIN_SUCCESS)
-    return fd;
-  int e = errno;
-  close(fd);
-  errno = e;
-  return -1;
-}
-
-/* Connects to a before the deadline, retrying refusals (a peer that is
- * slow to listen). Returns a non-blocking fd, or -1 and *err_out. */
-static int tcp_connect(const gin_net_addr_t *a, uint64_t deadline,
-                       int *err_out) {
-  struct sockaddr_storage ss;
-  socklen_t sl = gin_net_addr_to_sockaddr(a, &ss);
-  int err = ETIMEDOUT;
-  for (;;) {
-    int fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      err = errno;
-      break;
-    }
-    if (connect(fd, (struct sockaddr *)&ss, sl) == 0) return fd;
-    err = errno;
-    if (err == EINPROGRESS) {
-      struct pollfd p = {.fd = fd, .events = POLLOUT};
-      int n = poll(&p, 1, gin_net_poll_timeout_ms(deadline));
-      socklen_t el = sizeof err;
-      if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 &&
-          err == 0)
-        return fd;
-      if (n == 0) err = ETIMEDOUT;
-    }
-    close(fd);
-    int left = gin_net_poll_timeout_ms(deadline);
-    if (left == 0 || err == EAFNOSUPPORT || err == EACCES || err == EPERM)
-      break;
-    struct timespec ts = {0, (long)(left < TCP_RETRY_MS ? left : TCP_RETRY_MS) *
-                                 1000000L};
-    nanosleep(&ts, NULL);
-  }
-  *err_out = err;
-  return -1;
-}
-
-/* Sends all of buf before the deadline: 0, or an errno. */
-static int tcp_send_all(int fd, const void *buf, size_t len,
-                        uint64_t deadline) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = send(fd, (const char *)buf + done, len - done,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      done += (size_t)n;
-      continue;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return errno;
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    if (gin_net_poll_timeout_ms(deadline) == 0) return ETIMEDOUT;
-    poll(&p, 1, gin_net_poll_timeout_ms(deadline));
-  }
-  return 0;
 }
 
 /* ------------------------------------------------------------ state */
@@ -880,8 +807,10 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
     if (!use[r]) continue;
     const gin_net_addr_t a = addrs[r];
     char astr[64];
-    int err = 0, fd = tcp_connect(&a, deadline, &err);
-    if (fd >= 0 && (err = tcp_send_all(fd, wire, sizeof wire, deadline))) {
+    int err = 0, fd = gin_net_connect(&a, deadline, &err);
+    int io = fd >= 0 ? gin_net_io_all(fd, wire, sizeof wire, 1, deadline) : 0;
+    if (io) {
+      err = io == GIN_NET_IO_TIMEOUT ? ETIMEDOUT : io;
       close(fd);
       fd = -1;
     }
@@ -993,7 +922,7 @@ static gin_result_t tcp_init(const gin_job_t *comm, const uint8_t *use,
   char astr[64];
   if (s->npeers) {
     tcp_local_addr(comm, &me);
-    if ((lfd = tcp_listen(&me)) < 0)
+    if ((lfd = gin_net_listen(&me, &me)) < 0)
       local = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: rank %d cannot listen on %s: %s",
                         comm->rank, gin_net_addr_str(&me, astr, sizeof astr),
                         strerror(errno));
