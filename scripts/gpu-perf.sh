@@ -32,7 +32,12 @@ gpu_begin gpu-perf-out
 RES=$OUT/results
 mkdir -p "$RES"
 gpu_meta "OUT=$OUT scripts/gpu-perf.sh" | tee "$OUT/meta.txt"
-nvidia-smi -L >/dev/null 2>&1 || { say "no GPU (nvidia-smi -L): nothing to run"; exit 1; }
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  say "no GPU (nvidia-smi -L): nothing to run"
+  fails=1
+  finish
+  exit 1
+fi
 
 B=build-perf
 BN=build-perf-nochecks

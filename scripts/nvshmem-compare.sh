@@ -34,7 +34,8 @@
 set -u
 OUT=${1:-nvshmem-out}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 1
-cd "$(dirname "$0")/.." || exit 1
+ROOT=$(cd "$(dirname "$0")/.." && pwd) || exit 1
+cd "$ROOT" || exit 1
 BUILD=${BUILD:-build-nvshmem}
 JOBS=${JOBS:-$(nproc)}
 COMMON=${COMMON:--n 1000 -w 100 --reps 5 --launches 3}
@@ -54,7 +55,7 @@ LOGS=$OUT
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 # shellcheck source=gpu-lib.sh
-. "$(dirname "$0")/gpu-lib.sh"
+. "$ROOT/scripts/gpu-lib.sh"
 
 if [ "${NO_BUILD:-0}" != 1 ]; then
   say "build $BUILD (device checks off, NVSHMEM on)"

@@ -9,6 +9,7 @@
 # usage: layers_check.sh SOURCE_DIR OBJECT_DIR (the library's objects:
 # BUILD/CMakeFiles/gin_host_obj.dir). Exit 0 pass, 1 fail.
 set -u
+export LC_ALL=C # sort and join agree on the order
 S=${1:?usage: layers_check.sh source_dir object_dir}
 O=${2:?usage: layers_check.sh source_dir object_dir}
 LAYERS="base arch transport proxy comm ep"
@@ -48,22 +49,29 @@ done
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 # The objects of the sources there are now (a build folder may hold
-# others, of files since moved).
-find "$O/src" -name '*.o' | sort | while read -r o; do
-  src=${o#"$O"/}
-  [ -e "$S/${src%.o}" ] && echo "$o"
-done >"$T/objs"
-find "$S/include/gin" -name '*.h' -exec cat {} + | tr '\n' ' ' |
-  grep -oE 'GIN_API [^;{(#]*' | grep -oE 'gin_[a-z0-9_]+ *$' | tr -d ' ' |
-  sort -u >"$T/public"
+# others, of files since moved), and the cuda target's EP kernels, built
+# from a generated wrapper of src/ep/ep_kernels.c.
+{
+  find "$O/src" -name '*.o' | sort | while read -r o; do
+    src=${o#"$O"/}
+    [ -e "$S/${src%.o}" ] && echo "$o"
+  done
+  find "$O" -path '*cuda_wrap/gin_ep_kernels.cu.o'
+} >"$T/objs"
+sh "$(dirname "$0")/public_names.sh" "$S/include" >"$T/public"
 [ -s "$T/objs" ] || { echo "FAIL: no objects under $O/src"; exit 1; }
+layer_of() { # object -> its layer (the folder under src/; ep for the wrapper)
+  case $1 in
+  */cuda_wrap/gin_ep_kernels.cu.o) echo ep ;;
+  *) echo "${1#"$O"/src/}" | cut -d/ -f1 ;;
+  esac
+}
 while read -r o; do
-  layer=$(echo "${o#"$O"/src/}" | cut -d/ -f1)
-  nm --defined-only -g "$o" | awk -v l="$layer" '$2 ~ /[TDBRVW]/ {print $3, l}'
+  nm --defined-only -g "$o" | awk -v l="$(layer_of "$o")" '$2 ~ /[TDBRVW]/ {print $3, l}'
 done <"$T/objs" | sort -u >"$T/defs"
 while read -r o; do
   rel=${o#"$O"/}
-  layer=$(echo "${rel#src/}" | cut -d/ -f1)
+  layer=$(layer_of "$o")
   nm -u "$o" | awk '{print $2}' | sort -u | join - "$T/defs" | while read -r sym def; do
     [ "$layer" = ep ] && grep -qx "$sym" "$T/public" && continue
     if ! may "$layer" "$def"; then

@@ -155,8 +155,7 @@ int gin_net_io_all(int fd, void *buf, size_t len, int dir_send,
       continue;
     }
     if (n == 0 && !dir_send) return GIN_NET_IO_EOF;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      return errno;
+    if (n < 0 && !gin_net_again(errno)) return errno;
     struct pollfd pfd = {.fd = fd, .events = dir_send ? POLLOUT : POLLIN};
     int left = gin_net_poll_timeout_ms(deadline_ns);
     if (left == 0) return GIN_NET_IO_TIMEOUT;

@@ -8,6 +8,7 @@
 #ifndef GIN_BASE_NET_H
 #define GIN_BASE_NET_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -75,6 +76,11 @@ int gin_net_listen(const gin_net_addr_t *a, gin_net_addr_t *bound);
  * (ETIMEDOUT at the deadline). */
 int gin_net_connect(const gin_net_addr_t *a, uint64_t deadline_ns,
                     int *err_out);
+
+/* Whether err only says "not now" (EAGAIN, EWOULDBLOCK, EINTR). */
+static inline int gin_net_again(int err) {
+  return err == EAGAIN || err == EWOULDBLOCK || err == EINTR;
+}
 
 /* Whether gin_net_connect retries error err (what a peer that does not
  * listen yet answers): such a failure at the deadline is a timeout. */

@@ -41,7 +41,6 @@
 #define BS_COLL_BYTES GIN_BS_COLL_BYTES
 #define BS_HELLO_WAIT_MS 1000 /* a connection must say hello this fast */
 #define BS_MAX_PENDING 64     /* connections waiting for their hello */
-#define BS_RETRY_MS 20        /* pause between connection attempts */
 #define BS_ADDRSTR 64
 /* Collectives check the owner's abort this often; a broken ring waits at
  * most this long for the owner to name its cause (a dead rank). */
@@ -312,10 +311,6 @@ static uint64_t bs_deadline(int64_t timeout_ms) {
   return gin_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
-static int bs_again(void) {
-  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-}
-
 /* Records a failure of gin_net_io_all; `what` says who did what with whom. */
 static gin_result_t bs_io_error(int io, int64_t timeout_ms, const char *what) {
   if (io == GIN_NET_IO_TIMEOUT)
@@ -395,7 +390,7 @@ static int bs_acceptor_read(bs_acceptor_t *a, int i, int *fd_out,
   bs_pending_t *p = &a->pend[i];
   ssize_t n =
       recv(p->fd, p->buf + p->got, BS_HELLO_BYTES - p->got, MSG_DONTWAIT);
-  if (n < 0 && bs_again()) return 0;
+  if (n < 0 && gin_net_again(errno)) return 0;
   if (n <= 0) {
     GIN_WARN(BOOTSTRAP,
              "%s: refused connection from %s: short read (%zu of %d hello "
@@ -1081,7 +1076,7 @@ static gin_result_t bs_coll_send(bs_coll_t *c) {
     len = c->bytes - off < limit - c->sp ? c->bytes - off : limit - c->sp;
   }
   ssize_t k = send(c->bs->next_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (k < 0 && !bs_again())
+  if (k < 0 && !gin_net_again(errno))
     return bs_coll_fail(c, GIN_ERR_REMOTE, "send: %s", strerror(errno));
   if (k > 0 && c->hs < BS_COLL_BYTES)
     c->hs += (size_t)k;
@@ -1100,7 +1095,7 @@ static gin_result_t bs_coll_recv(bs_coll_t *c) {
     len = c->bytes - off;
   }
   ssize_t k = recv(c->bs->prev_fd, dst, len, MSG_DONTWAIT);
-  if (k == 0 || (k < 0 && !bs_again()))
+  if (k == 0 || (k < 0 && !gin_net_again(errno)))
     return bs_coll_fail(c, GIN_ERR_REMOTE, "connection from rank %d %s",
                         (c->bs->rank + c->bs->nranks - 1) % c->bs->nranks,
                         k == 0 ? "closed" : strerror(errno));

@@ -15,10 +15,23 @@ const char *gin_version(void) {
       GIN_VERSION_MINOR) "." GIN_STR_(GIN_VERSION_PATCH);
 }
 
+gin_result_t gin_config_check_(const gin_config_t *cfg, const char *fn) {
+  GIN_ARG_CHECK(!cfg || cfg->size == 0 || cfg->size == sizeof(gin_config_t),
+                "%s: cfg->size %zu is not sizeof(gin_config_t) %zu", fn,
+                cfg ? cfg->size : 0, sizeof(gin_config_t));
+  GIN_ARG_CHECK(!cfg || cfg->size == 0 || cfg->timeout_ms >= 0,
+                "%s: cfg->timeout_ms %d is negative", fn,
+                cfg ? cfg->timeout_ms : 0);
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_build_check_(const gin_build_t_ *b, const char *fn) {
   const char *lib = gin_arch_device_mem_is_host() ? "gin_host" : "gin_cuda";
   GIN_ARG_CHECK(b, "%s: no build description", fn);
-  if (b->version != GIN_VERSION_NUMBER)
+  /* The versioning rule (README): a patch release keeps the ABI; before
+   * 1.0 a minor one may change it, from 1.0 only a major one. */
+  uint32_t abi = GIN_VERSION_MAJOR ? 10000 : 100;
+  if (b->version / abi != GIN_VERSION_NUMBER / abi)
     return GIN_ERROR(GIN_ERR_INVALID,
                      "%s: this program was compiled with gin's headers of "
                      "version %u.%u.%u but runs with the library %s %s: "

@@ -9,4 +9,9 @@
  * target's library; GIN_ERR_INVALID says what to rebuild otherwise. */
 gin_result_t gin_build_check_(const gin_build_t_ *b, const char *fn);
 
+/* Whether cfg (NULL: defaults) is one gin_comm_init takes; GIN_ERR_INVALID
+ * names the field otherwise. Checked before anything starts (a bootstrap
+ * root, say). */
+gin_result_t gin_config_check_(const gin_config_t *cfg, const char *fn);
+
 #endif

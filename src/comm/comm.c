@@ -438,12 +438,7 @@ gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks, int rank,
                 GIN_MAX_RANKS);
   GIN_ARG_CHECK(rank >= 0 && rank < nranks,
                 "gin_comm_init: rank %d outside [0, %d)", rank, nranks);
-  GIN_ARG_CHECK(!cfg || cfg->size == 0 || cfg->size == sizeof(gin_config_t),
-                "gin_comm_init: cfg->size %zu is not sizeof(gin_config_t) %zu",
-                cfg ? cfg->size : 0, sizeof(gin_config_t));
-  GIN_ARG_CHECK(!cfg || cfg->size == 0 || cfg->timeout_ms >= 0,
-                "gin_comm_init: cfg->timeout_ms %d is negative",
-                cfg ? cfg->timeout_ms : 0);
+  GIN_CHECK(gin_config_check_(cfg, "gin_comm_init"));
 
   gin_result_t res;
   gin_comm_t c = (gin_comm_t)calloc(1, sizeof *c);

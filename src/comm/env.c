@@ -96,7 +96,8 @@ static gin_result_t env_detect(env_job_t *job) {
         (v = env_get("OMPI_MCA_orte_ess_jobid")))
       snprintf(job->jobid, sizeof job->jobid, "ompi:%s", v);
     job->multi_node = env_less("OMPI_COMM_WORLD_LOCAL_SIZE", job->nranks);
-  } else if (env_get("SLURM_PROCID") || env_get("SLURM_NTASKS")) {
+  } else if (env_get("SLURM_PROCID")) {
+    /* (SLURM_NTASKS alone is an allocation's shell, not a step's task.) */
     job->launcher = "Slurm";
     GIN_CHECK(env_rank_size(job, "SLURM_PROCID", "SLURM_NTASKS"));
     if ((v = env_get("SLURM_JOB_ID"))) {
@@ -266,6 +267,7 @@ gin_result_t gin_comm_init_from_env_built_(gin_comm_t *comm_out,
                                            const gin_build_t_ *build) {
   GIN_CHECK(gin_build_check_(build, "gin_comm_init_from_env"));
   GIN_ARG_CHECK(comm_out, "gin_comm_init_from_env: comm_out is NULL");
+  GIN_CHECK(gin_config_check_(cfg, "gin_comm_init_from_env"));
   env_job_t job = {0};
   gin_unique_id_t uid;
   int64_t timeout = gin_timeout_ms();

@@ -722,21 +722,22 @@ gin_result_t gin_proxy_quiesce(struct gin_proxy *px, int grace_ms) {
   pthread_mutex_lock(&px->lock);
   gin_proxy_ring_t *r = px->rings;
   pthread_mutex_unlock(&px->lock);
-  /* Rings are only unlinked by this thread (devcomm destroy), so walking
-   * the list without the lock while the proxy drains is safe. */
+  /* Rings are unlinked only by devcomm destroy, which gin.h's contract
+   * keeps from running beside the calls that quiesce (no two calls on one
+   * communicator at once), so the list is walked without the lock while
+   * the proxy drains. */
   for (; r; r = r->next_ring) {
-    uint64_t prod = 0;
+    uint64_t prod = 0, cons;
     GIN_CHECK(gin_arch_dev_load_u64(r->prod, &prod));
-    while (__atomic_load_n(r->cons, __ATOMIC_ACQUIRE) < prod) {
+    while ((cons = __atomic_load_n(r->cons, __ATOMIC_ACQUIRE)) < prod) {
       if (gin_job_aborted_by(c))
         return GIN_SUCCESS; /* aborted: nothing more will be consumed */
       if (gin_now_ns() > deadline)
         return GIN_ERROR(GIN_ERR_TIMEOUT,
                          "rank %d: the proxy did not consume context %d's "
                          "ring within %lld ms (%llu of %llu)",
-                         c->rank, r->ctx, (long long)c->timeout_ms,
-                         (unsigned long long)*r->cons,
-                         (unsigned long long)prod);
+                         c->rank, r->ctx, (long long)(c->timeout_ms + grace_ms),
+                         (unsigned long long)cons, (unsigned long long)prod);
       sched_yield();
     }
   }

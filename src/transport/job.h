@@ -3,9 +3,9 @@
  * proxy get a gin_job_t, never the communicator's struct. It holds what
  * they read (ranks, the timeout, the job's root address and secret, each
  * peer's path and transport, the window table, this rank's control page)
- * and the three things they ask of the communicator above (an all-gather
- * over the bootstrap network, aborting, naming the cause of a failure),
- * as calls through `owner`.
+ * and the two things they ask of the communicator above (an all-gather
+ * over the bootstrap network, an abort), as calls through `owner`; the
+ * cause of a failure they record in the control page and proxy_msg.
  *
  * Layering: base < arch < transport < proxy < comm < ep. This header is
  * the transport layer's bottom; the communicator (src/comm) fills one

@@ -816,7 +816,7 @@ static gin_result_t tcp_connect_all(tcp_state_t *s, const uint8_t *use,
     }
     if (fd < 0)
       return GIN_ERROR(
-          err == ETIMEDOUT ? GIN_ERR_TIMEOUT : GIN_ERR_REMOTE,
+          gin_net_retryable(err) ? GIN_ERR_TIMEOUT : GIN_ERR_REMOTE,
           "tcp: rank %d could not connect to rank %d at %s within %lld ms: %s",
           cm->rank, r, gin_net_addr_str(&a, astr, sizeof astr),
           (long long)cm->timeout_ms, strerror(err));

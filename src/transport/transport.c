@@ -11,9 +11,10 @@
 #include "transport/transport.h"
 
 GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
-              "transport of proxied peers: auto (ipc on this machine, tcp to "
-              "other hosts), ipc, tcp (also on this machine), or null "
-              "(completes at once, moves nothing: ring measurements)")
+              "transport of proxied peers: auto (ipc where the peer's memory "
+              "is mapped here, tcp to the others), ipc (the same), tcp (every "
+              "peer, also those on this machine), or null (completes at "
+              "once, moves nothing: ring measurements)")
 
 static const gin_transport_ops_t *const registry[] = {
     &gin_transport_ipc,
@@ -35,8 +36,11 @@ static int transport_by_name(const char *name) {
 
 gin_result_t gin_transport_select(int mapped, int *id_out) {
   const char *want = param_transport();
-  int t = strcmp(want, "auto") ? transport_by_name(want)
-                               : transport_by_name(mapped ? "ipc" : "tcp");
+  /* ipc reaches only peers mapped here: named or auto, the others go by
+   * tcp. */
+  int t = strcmp(want, "auto") && (mapped || strcmp(want, "ipc"))
+              ? transport_by_name(want)
+              : transport_by_name(mapped ? "ipc" : "tcp");
   if (t < 0) {
     char names[128] = "auto";
     for (int i = 0; i < NREGISTRY; i++) {

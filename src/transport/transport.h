@@ -82,8 +82,9 @@ extern const gin_transport_ops_t gin_transport_tcp;
 /* The table of transport id t, or NULL. */
 const gin_transport_ops_t *gin_transport_get(int t);
 /* The transport that reaches a proxied peer, by GIN_TRANSPORT: a name
- * the registry has, or auto: ipc where the peer's memory is mapped here
- * (mapped != 0), tcp otherwise. GIN_ERR_INVALID names the setting and the
+ * the registry has (ipc only for peers mapped here, tcp for the others),
+ * or auto: ipc where the peer's memory is mapped here (mapped != 0), tcp
+ * otherwise. GIN_ERR_INVALID names the setting and the
  * names there are; *id_out is written only on success. */
 gin_result_t gin_transport_select(int mapped, int *id_out);
 

@@ -1369,6 +1369,12 @@ static void test_env(void) {
   /* No launcher at all: a job of one rank on a fresh unique id. */
   env_case_t alone = {.name = "no launcher", .port = -1, .nranks = 1};
   run_env_case(&alone);
+  /* A Slurm allocation's shell (no step: no SLURM_PROCID) is no launcher. */
+  env_case_t salloc = {.name = "Slurm allocation shell",
+                       .vars = {"SLURM_NTASKS=4", "SLURM_JOB_ID=7"},
+                       .port = -1,
+                       .nranks = 1};
+  run_env_case(&salloc);
 
   static const env_case_t bad[] = {
 #define BAD(name_, msg_, ...)                                                  \

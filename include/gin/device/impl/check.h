@@ -3,10 +3,15 @@
 #define GIN_DEVICE_IMPL_CHECK_H
 
 /* On unless the program is compiled with GIN_DEVICE_CHECKS defined to 0
- * (-DGIN_DEVICE_CHECKS=0; CMake: -DGIN_DEVICE_CHECKS=OFF): a program built
- * with any compile line gets the checks. Defined empty or non-zero: on. */
-#if defined(GIN_DEVICE_CHECKS) && (GIN_DEVICE_CHECKS + 0 == 0) &&              \
-    (0 - GIN_DEVICE_CHECKS - 1 == -1)
+ * or OFF (-DGIN_DEVICE_CHECKS=0; CMake: -DGIN_DEVICE_CHECKS=OFF): a
+ * program built with any compile line gets the checks. Defined empty, 1,
+ * ON or anything else: on. (The value is pasted onto a name, so that an
+ * identifier such as ON is not read as 0 by #if.) */
+#define GIN_DEV_CHECKS_OFF_0 1
+#define GIN_DEV_CHECKS_OFF_OFF 1
+#define GIN_DEV_CHECKS_CAT_(a, b) a##b
+#define GIN_DEV_CHECKS_OFF_(v) GIN_DEV_CHECKS_CAT_(GIN_DEV_CHECKS_OFF_, v)
+#if defined(GIN_DEVICE_CHECKS) && GIN_DEV_CHECKS_OFF_(GIN_DEVICE_CHECKS)
 #define GIN_DEV_CHECKS_ON 0
 #else
 #define GIN_DEV_CHECKS_ON 1
