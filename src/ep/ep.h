@@ -85,7 +85,7 @@ extern "C" {
  * later launch has to wait for the device to be idle; *why says what
  * failed. */
 gin_result_t gin_ep_kernels_load(const char **why);
-/* Kernel launchers (ep_kernels.c); stream is a cudaStream_t on cuda. */
+/* Kernel launchers (ep_kernels.c); stream is a gin_stream_t. */
 gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream);
 gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream);
 gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream);

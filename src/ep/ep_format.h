@@ -55,15 +55,8 @@ GIN_HD_FN float gin_ep_fp8_to_float(uint8_t v) {
  * the same way (the GPU tests compare every byte with the CPU reference);
  * NaN keeps its sign through the software path. */
 GIN_HD_FN uint8_t gin_ep_float_to_fp8(float f) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  if (f == f) {
-    unsigned short r;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;"
-        : "=h"(r)
-        : "f"(0.0f), "f"(f));
-    return (uint8_t)(r & 0xffu);
-  }
-#endif
+  uint8_t hw;
+  if (gin_hw_float_to_fp8e4m3(f, &hw)) return hw;
   uint32_t u = gin_ep_float_bits(f);
   uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
   uint32_t a = u & 0x7fffffffu;

@@ -232,41 +232,6 @@ GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
   return GIN_SUCCESS;
 }
 
-/* Vectors of 16 bytes a lane loads before it stores any (ep_copy_row). */
-#define EP_COPY_BATCH 8
-
-/* One warp copies a row of n bytes from src to dst (combine's send).
- * With both pointers and n multiples of 16, each lane loads EP_COPY_BATCH
- * vectors into registers before storing any: a 14 KiB bf16 row in four
- * memory round trips, where gin_copy_coop (made for copies of any size,
- * four loads in flight) takes seven; else, and on the host target (a
- * memcpy there), gin_copy_coop. Not used by the dispatch receive: there it
- * measured slower (H200, receive 18-19 -> 23-24 us at 2 ranks; its
- * registers cost the waiting kernel blocks). */
-GIN_DEVICE_FN void ep_copy_row(char *dst, const char *src, size_t n, int lane,
-                               int nl) {
-#if GIN_ARCH_CUDA
-  if ((((uintptr_t)dst | (uintptr_t)src | n) & 15) == 0) {
-    const uint4 *vs = (const uint4 *)src;
-    uint4 *vd = (uint4 *)dst;
-    size_t nv = n / 16;
-    for (size_t i0 = (size_t)lane; i0 < nv; i0 += EP_COPY_BATCH * (size_t)nl) {
-      uint4 v[EP_COPY_BATCH];
-      for (int b = 0; b < EP_COPY_BATCH; b++) {
-        size_t i = i0 + (size_t)b * (size_t)nl;
-        if (i < nv) v[b] = vs[i];
-      }
-      for (int b = 0; b < EP_COPY_BATCH; b++) {
-        size_t i = i0 + (size_t)b * (size_t)nl;
-        if (i < nv) vd[i] = v[b];
-      }
-    }
-    return;
-  }
-#endif
-  gin_copy_coop(dst, src, n, lane, nl);
-}
-
 /* Where the payload of row j of source r for local expert le is: in
  * the row's message after its header's room, or, when the sender set
  * GIN_EP_PULLED, in the sender's send slot of the token, read through rb
@@ -296,32 +261,6 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
     return NULL;
   }
   return rb + gin_ep_send_off(&a->g, a->set, (int)h[0]) + GIN_EP_HEADER;
-}
-
-/* One warp copies a received row's n bytes from src: the first nx to dx,
- * the rest to ds (an fp8 row and its scales). With every pointer and both
- * lengths multiples of 16, lane i loads the rest's vector i (i < nl)
- * before the row's copy and stores it after: the scales' round trip
- * overlaps the row's, where a copy after the row's took one more (a
- * stream of both with the destination chosen per vector took 20 more
- * registers). Else, and on the host target, two copies. */
-GIN_DEVICE_FN void ep_copy_split(char *dx, size_t nx, char *ds, const char *src,
-                                 size_t n, int lane, int nl) {
-  int pre = 0;
-#if GIN_ARCH_CUDA
-  /* Not a branch around the row's copy: knowing the row aligned, the
-   * compiler specialises that copy into one that takes more registers. */
-  size_t ns = (n - nx) / 16;
-  pre = (((uintptr_t)ds | (uintptr_t)(src + nx) | (n - nx)) & 15) == 0 &&
-        ns <= (size_t)nl;
-  uint4 v;
-  if (pre && (size_t)lane < ns) v = ((const uint4 *)(src + nx))[lane];
-#endif
-  gin_copy_coop(dx, src, nx, lane, nl);
-#if GIN_ARCH_CUDA
-  if (pre && (size_t)lane < ns) ((uint4 *)ds)[lane] = v;
-#endif
-  if (!pre && n > nx) gin_copy_coop(ds, src + nx, n - nx, lane, nl);
 }
 
 /* A received row's place and source, found by one lane of its warp
@@ -373,10 +312,15 @@ GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
     for (int k = 0; k < n && k < nl; k++) {
       ep_row_t row = rows[k];
       size_t slot = (size_t)le * slots + (size_t)(off + j0 + k * wstride);
+      /* An fp8 row and its scales: the scales' round trip overlaps the
+       * row's (a stream of both with the destination chosen per vector
+       * took 20 more registers). The row alone is a plain coop copy: the
+       * batched one's registers cost the waiting blocks here (its receive
+       * measured 18-19 -> 23-24 us at 2 ranks on an H200). */
       if (g->fp8)
-        ep_copy_split((char *)a->r.x + slot * (size_t)g->H, (size_t)g->H,
-                      (char *)(a->r.scales + slot * groups), row.p,
-                      (size_t)g->H + groups * 4, lane, nl);
+        gin_copy_coop_split((char *)a->r.x + slot * (size_t)g->H, (size_t)g->H,
+                            (char *)(a->r.scales + slot * groups), row.p,
+                            (size_t)g->H + groups * 4, lane, nl);
       else
         gin_copy_coop((char *)a->r.x + slot * (size_t)g->H * 2, row.p,
                       (size_t)g->H * 2, lane, nl);
@@ -505,12 +449,14 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
       if (gin_coop_any(EP_WARP, gin_dev_shut_(dc)))
         return gin_dev_shut_fail_(dc, r);
       char *p = (char *)gin_window_peer_ptr(dc, a->win, world, r, coff);
-      ep_copy_row(p, row, (size_t)g->H * 2, lane, nl);
+      /* A 14 KiB bf16 row in four memory round trips (seven with
+       * gin_copy_coop's four loads in flight). */
+      gin_copy_coop_batched(p, row, (size_t)g->H * 2, lane, nl);
       rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);
     } else {
       if (!a->zc) /* else the row is there */
-        ep_copy_row(a->base + gin_ep_csend_off(g, le, slot), row,
-                    (size_t)g->H * 2, lane, nl);
+        gin_copy_coop_batched(a->base + gin_ep_csend_off(g, le, slot), row,
+                              (size_t)g->H * 2, lane, nl);
       rc = gin_put(dc, ctx, world, r, a->win, coff, a->win,
                    gin_ep_csend_off(g, le, slot), (size_t)g->H * 2, inc,
                    gin_local_none(), EP_WARP);
@@ -645,107 +591,78 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
 /* ------------------------------------------------------------ launch */
 
 /* The most blocks an EP kernel launches. */
-static int ep_grid_most(void) {
-#if GIN_ARCH_CUDA
-  int dev = 0, sms = 132;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  return 2 * sms;
-#else
-  return 8;            /* blocks are CPU threads on the host target */
-#endif
-}
+static int ep_grid_most(void) { return 2 * gin_device_sms(); }
 
 static int ep_grid(int want) {
   int most = ep_grid_most();
   return want < 1 ? 1 : want < most ? want : most;
 }
 
-/* Blocks of the two kernels that wait on peers (dispatch receive,
- * combine receive) that fit on one SM at once (cuda; set when the kernels
- * are loaded). */
+/* Per waiting kernel (dispatch receive, combine receive), set when the
+ * kernels are loaded: blocks per SM and registers per block; the largest
+ * block of the kernels they wait for; the SM's registers (0: no register
+ * file, the host target). */
 enum { EP_WAIT_DISPATCH = 0, EP_WAIT_COMBINE = 1 };
-#if GIN_ARCH_CUDA
-/* Per waiting kernel, set when the kernels are loaded: blocks per SM and
- * registers per block; the largest block of the kernels they wait for;
- * the SM's registers. */
 static int ep_wait_occupancy[2] = {1, 1};
-static long ep_wait_regs[2], ep_send_regs, ep_sm_regs = 65536;
-#endif
+static long ep_wait_regs[2], ep_send_regs, ep_sm_regs;
 
 /* The most blocks waiting kernel k may launch when `near` ranks share the
  * device (ep_budget.h: 3/4 of the device's room for k, and few enough
  * that some SM can still start a block of the EP send kernels). Other
  * applications' kernels and MPS thread limits are not accounted for. */
 static int ep_wait_budget(int k, int near) {
-#if GIN_ARCH_CUDA
+  if (ep_sm_regs == 0) /* blocks are CPU threads: the OS runs every one */
+    return ep_grid_most();
   return gin_ep_wait_budget(ep_wait_occupancy[k], ep_wait_regs[k], ep_send_regs,
                             ep_sm_regs, ep_grid_most() / 2, near);
-#else
-  (void)k, (void)near; /* blocks are CPU threads: the OS runs every one */
-  return ep_grid_most();
-#endif
 }
 
 /* Blocks of EP_THREADS for n warps (host target: n blocks). */
 static int ep_blocks_for_warps(int n) {
-#if GIN_ARCH_CUDA
-  int per = EP_THREADS / GIN_WARP_SIZE;
-#else
-  int per = 1;
-#endif
+  int per = GIN_WARPS_PER_BLOCK(EP_THREADS);
   return (n + per - 1) / per;
 }
 
-#if GIN_ARCH_CUDA
-#define EP_STREAM(s) ((cudaStream_t)(s))
-#else
-#define EP_STREAM(s) (s)
-#endif
+#define EP_STREAM(s) ((gin_stream_t)(s))
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 gin_result_t gin_ep_kernels_load(const char **why) {
-#if GIN_ARCH_CUDA
   /* With CUDA's lazy loading a kernel's first launch loads its module,
    * which waits until the device is idle: a dispatch kernel spinning on
    * the proxy while the host launches the next kernel for the first time
-   * then hangs both (seen on the H200 over the proxy). Loaded here, at
-   * create time, the launches never load anything. */
-  int dev = 0, sm_regs = 0;
-  if (cudaGetDevice(&dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&sm_regs, cudaDevAttrMaxRegistersPerMultiprocessor,
-                             dev) == cudaSuccess &&
-      sm_regs > 0)
-    ep_sm_regs = sm_regs;
+   * then hangs both (seen on the H200 over the proxy). Queried here, at
+   * create time, the kernels are loaded and the launches load nothing. */
+  ep_sm_regs = gin_device_sm_regs();
   /* Sends at even places, the waiting kernel i / 2 (EP_WAIT_*) at odd
    * ones: their registers and occupancy size the wait budget. */
-  const void *k[] = {
-      (const void *)k_ep_dispatch_send, (const void *)k_ep_dispatch_recv,
-      (const void *)k_ep_combine_send, (const void *)k_ep_combine_recv};
-  for (int i = 0; i < (int)(sizeof k / sizeof k[0]); i++) {
-    struct cudaFuncAttributes attr;
-    int n = 0;
-    cudaError_t e = cudaFuncGetAttributes(&attr, k[i]);
-    if (e == cudaSuccess && i % 2)
-      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k[i], EP_THREADS,
-                                                        0);
-    if (e != cudaSuccess) {
-      *why = cudaGetErrorString(e);
-      return GIN_ERR_CUDA;
-    }
-    long regs = gin_ep_block_regs(attr.numRegs, EP_THREADS);
+  int regs[4] = {0}, blocks[4] = {0};
+  gin_result_t res = GIN_SUCCESS;
+  *why = "";
+  if (res == GIN_SUCCESS)
+    res = gin_kernel_occupancy(k_ep_dispatch_send, EP_THREADS, &regs[0],
+                               &blocks[0], why);
+  if (res == GIN_SUCCESS)
+    res = gin_kernel_occupancy(k_ep_dispatch_recv, EP_THREADS, &regs[1],
+                               &blocks[1], why);
+  if (res == GIN_SUCCESS)
+    res = gin_kernel_occupancy(k_ep_combine_send, EP_THREADS, &regs[2],
+                               &blocks[2], why);
+  if (res == GIN_SUCCESS)
+    res = gin_kernel_occupancy(k_ep_combine_recv, EP_THREADS, &regs[3],
+                               &blocks[3], why);
+  if (res != GIN_SUCCESS) return res;
+  for (int i = 0; i < 4; i++) {
+    long r = gin_ep_block_regs(regs[i], EP_THREADS);
     if (i % 2) {
-      ep_wait_occupancy[i / 2] = n > 0 ? n : 1;
-      ep_wait_regs[i / 2] = regs;
-    } else if (regs > ep_send_regs) {
-      ep_send_regs = regs;
+      ep_wait_occupancy[i / 2] = blocks[i] > 0 ? blocks[i] : 1;
+      ep_wait_regs[i / 2] = r;
+    } else if (r > ep_send_regs) {
+      ep_send_regs = r;
     }
   }
-#endif
-  *why = "";
   return GIN_SUCCESS;
 }
 

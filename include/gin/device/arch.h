@@ -608,6 +608,149 @@ GIN_DEVICE_FN void gin_copy_coop(char *GIN_RESTRICT dst,
 }
 #endif
 
+/* Copies n bytes with the threads of a coop (rank r of size s) like
+ * gin_copy_coop, for long rows: where both pointers and n are multiples
+ * of 16, each thread loads GIN_COPY_BATCH vectors before it stores any
+ * (a 14 KiB row in four memory round trips where gin_copy_coop takes
+ * seven), at the cost of their registers. */
+#define GIN_COPY_BATCH 8
+#if GIN_ARCH_CUDA || defined(GIN_UNIT_TEST_DEVICE_COPIES)
+GIN_DEVICE_FN void gin_copy_coop_batched(char *dst, const char *src, size_t n,
+                                         int r, int s) {
+  if ((((uintptr_t)dst | (uintptr_t)src | n) & 15) == 0) {
+    const uint4 *vs = (const uint4 *)src;
+    uint4 *vd = (uint4 *)dst;
+    size_t nv = n / 16;
+    for (size_t i0 = (size_t)r; i0 < nv; i0 += GIN_COPY_BATCH * (size_t)s) {
+      uint4 v[GIN_COPY_BATCH];
+      for (int b = 0; b < GIN_COPY_BATCH; b++) {
+        size_t i = i0 + (size_t)b * (size_t)s;
+        if (i < nv) v[b] = vs[i];
+      }
+      for (int b = 0; b < GIN_COPY_BATCH; b++) {
+        size_t i = i0 + (size_t)b * (size_t)s;
+        if (i < nv) vd[i] = v[b];
+      }
+    }
+    return;
+  }
+  gin_copy_coop(dst, src, n, r, s);
+}
+#else
+GIN_DEVICE_FN void gin_copy_coop_batched(char *dst, const char *src, size_t n,
+                                         int r, int s) {
+  gin_copy_coop(dst, src, n, r, s);
+}
+#endif
+
+/* Copies n bytes from src with the threads of a coop: the first nx to dx,
+ * the rest to ds (a row and what follows it, such as its scales). Where
+ * the rest is at most one 16-byte vector a thread and every pointer and
+ * length a multiple of 16, each thread loads its vector of the rest
+ * before the row's copy and stores it after, so the two round trips
+ * overlap; else two copies. */
+#if GIN_ARCH_CUDA || defined(GIN_UNIT_TEST_DEVICE_COPIES)
+GIN_DEVICE_FN void gin_copy_coop_split(char *dx, size_t nx, char *ds,
+                                       const char *src, size_t n, int r,
+                                       int s) {
+  /* Not a branch around the row's copy: knowing the row aligned, the
+   * compiler specialises that copy into one that takes more registers. */
+  size_t ns = (n - nx) / 16;
+  int pre = (((uintptr_t)ds | (uintptr_t)(src + nx) | (n - nx)) & 15) == 0 &&
+            ns <= (size_t)s;
+  uint4 v;
+  if (pre && (size_t)r < ns) v = ((const uint4 *)(src + nx))[r];
+  gin_copy_coop(dx, src, nx, r, s);
+  if (pre && (size_t)r < ns) ((uint4 *)ds)[r] = v;
+  if (!pre && n > nx) gin_copy_coop(ds, src + nx, n - nx, r, s);
+}
+#else
+GIN_DEVICE_FN void gin_copy_coop_split(char *dx, size_t nx, char *ds,
+                                       const char *src, size_t n, int r,
+                                       int s) {
+  gin_copy_coop(dx, src, nx, r, s);
+  if (n > nx) gin_copy_coop(ds, src + nx, n - nx, r, s);
+}
+#endif
+
+/* ---------------------------------------------------------- fp8 cast */
+
+/* Converts f to FP8 E4M3 (nearest even, saturating to +-448) in one
+ * instruction where the GPU has one (sm_89 and up): 1 and *out; else 0
+ * (the caller converts in software, the same way, NaN's sign kept). */
+GIN_HD_FN int gin_hw_float_to_fp8e4m3(float f, uint8_t *out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if (f == f) {
+    unsigned short r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;"
+        : "=h"(r)
+        : "f"(0.0f), "f"(f));
+    *out = (uint8_t)(r & 0xffu);
+    return 1;
+  }
+#endif
+  (void)f, (void)out;
+  return 0;
+}
+
+/* ------------------------------------------------------ device limits */
+
+/* Host side, for sizing grids: the current device's multiprocessors and
+ * registers per multiprocessor (host target: 4, so that grids sized by
+ * it stay a few CPU threads, and 0: no register file), the threads a
+ * block may have whose warps are counted (host target: 1, a block is one
+ * thread), and a kernel's registers a thread and blocks of `threads`
+ * that fit on a multiprocessor at once (gin_kernel_occupancy; host
+ * target: 0 and 1). gin_kernel_occupancy returns GIN_SUCCESS or
+ * GIN_ERR_CUDA with the runtime's message in *why. */
+#if GIN_ARCH_CUDA
+static inline int gin_device_sms(void) {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) !=
+          cudaSuccess ||
+      n < 1)
+    n = 132;
+  return n;
+}
+static inline int gin_device_sm_regs(void) {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&n, cudaDevAttrMaxRegistersPerMultiprocessor,
+                             dev) != cudaSuccess ||
+      n < 1)
+    n = 65536;
+  return n;
+}
+#define GIN_WARPS_PER_BLOCK(threads) ((threads) / GIN_WARP_SIZE)
+static inline gin_result_t gin_kernel_occupancy_(const void *k, int threads,
+                                                 int *regs, int *blocks,
+                                                 const char **why) {
+  struct cudaFuncAttributes attr;
+  int n = 0;
+  cudaError_t e = cudaFuncGetAttributes(&attr, k);
+  if (e == cudaSuccess)
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, threads, 0);
+  if (e != cudaSuccess) {
+    *why = cudaGetErrorString(e);
+    return GIN_ERR_CUDA;
+  }
+  *regs = attr.numRegs;
+  *blocks = n;
+  return GIN_SUCCESS;
+}
+#define gin_kernel_occupancy(kernel, threads, regs, blocks, why)               \
+  gin_kernel_occupancy_((const void *)(kernel), (threads), (regs), (blocks),   \
+                        (why))
+#else
+static inline int gin_device_sms(void) { return 4; }
+static inline int gin_device_sm_regs(void) { return 0; }
+#define GIN_WARPS_PER_BLOCK(threads) 1
+#define gin_kernel_occupancy(kernel, threads, regs, blocks, why)               \
+  ((void)(kernel), (void)(threads), (void)(why), *(regs) = 0, *(blocks) = 1,   \
+   GIN_SUCCESS)
+#endif
+
 /* ------------------------------------------------------------- launch */
 
 /* GIN_KERNEL(name, args_t) { body using `args` }: declares a kernel that
