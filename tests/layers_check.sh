@@ -44,6 +44,18 @@ for f in $(cd "$S/src" && find . -name '*.[ch]' | sed 's|^\./||' | sort); do
   done
 done
 
+# The tools (gin-perf, gin-ep-bench, ginrun) are clients of the installed
+# headers: they include gin/ and their own files, nothing of src/ or
+# tests/.
+for f in $(cd "$S/tools" && find . -name '*.[ch]' -o -name '*.cu' | sed 's|^\./||' | sort); do
+  for inc in $(sed -n 's/^[ \t]*#[ \t]*include[ \t]*"\([^"]*\)".*/\1/p' "$S/tools/$f"); do
+    case $inc in gin/*) continue ;; esac
+    { [ -e "$S/tools/$inc" ] || [ -e "$S/tools/$(dirname "$f")/$inc" ]; } && continue
+    echo "FAIL: tools/$f includes $inc, which is not an installed header nor a tool's"
+    fails=$((fails + 1))
+  done
+done
+
 # 2. Symbols: which layer defines each global the objects define, then
 #    every undefined reference of an object against it.
 T=$(mktemp -d)

@@ -180,6 +180,13 @@ GIN_API gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);
  * sized by them (README, "CUDA lazy loading and kernels that wait").
  * GIN_ERR_STATE if comm is not live. */
 GIN_API gin_result_t gin_comm_device_ranks(gin_comm_t comm, int *count_out);
+/* How this rank reaches `peer`: GIN_PATH_SELF, GIN_PATH_DIRECT (its window
+ * memory is mapped here: load/store), GIN_PATH_PROXY (through the CPU
+ * proxy) or GIN_PATH_NONE, or-ed with GIN_PATH_NEAR when the peer shares
+ * this rank's device. GIN_ERR_INVALID for a peer outside [0, nranks),
+ * GIN_ERR_STATE if comm is not live. */
+GIN_API gin_result_t gin_comm_peer_path(gin_comm_t comm, int peer,
+                                        int *path_out);
 GIN_API gin_result_t gin_comm_size(gin_comm_t comm, int *nranks_out);
 
 /* Collective barrier over the bootstrap network (host side, bounded). */

@@ -877,6 +877,18 @@ gin_result_t gin_comm_device_ranks(gin_comm_t comm, int *count_out) {
   return GIN_SUCCESS;
 }
 
+gin_result_t gin_comm_peer_path(gin_comm_t comm, int peer, int *path_out) {
+  GIN_CHECK(comm_find(comm, "gin_comm_peer_path"));
+  GIN_ARG_CHECK(path_out, "gin_comm_peer_path: path_out is NULL");
+  GIN_ARG_CHECK(peer >= 0 && peer < comm->nranks,
+                "gin_comm_peer_path: peer %d outside [0, %d)", peer,
+                comm->nranks);
+  int near = gin_arch_same_device(&comm->peers[comm->rank].dev,
+                                  &comm->peers[peer].dev);
+  *path_out = comm->path[peer] | (near ? GIN_PATH_NEAR : 0);
+  return GIN_SUCCESS;
+}
+
 gin_result_t gin_comm_size(gin_comm_t comm, int *nranks_out) {
   GIN_CHECK(comm_find(comm, "gin_comm_size"));
   GIN_ARG_CHECK(nranks_out, "gin_comm_size: nranks_out is NULL");

@@ -9,7 +9,7 @@
 
 #include "base/base.h"
 #include "ep/ep.h"
-#include "ep/ep_format.h"
+#include "gin/ep_format.h"
 
 struct gin_ep {
   gin_comm_t comm;

@@ -22,7 +22,7 @@
 
 #include "ep/ep.h"
 #include "ep/ep_budget.h"
-#include "ep/ep_format.h"
+#include "gin/ep_format.h"
 
 #define EP_THREADS 256
 

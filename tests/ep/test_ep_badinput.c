@@ -11,7 +11,7 @@
  */
 #include <time.h>
 
-#include "ep_ref.h"
+#include "ep/ep_ref.h"
 #include "gin/gin_ep.h"
 #include "test_common.h"
 

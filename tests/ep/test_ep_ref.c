@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ep/ep_format.h"
-#include "ep_ref.h"
+#include "ep/ep_ref.h"
+#include "gin/ep_format.h"
 
 #define UNIT_CHECK_NO_GIN
 #include "unit_check.h"

@@ -205,6 +205,9 @@ static gin_result_t init_env_cfg(ctx_t *t) {
 CALL(rank_null_out, gin_comm_rank(t->world, NULL))
 CALL(size_null_out, gin_comm_size(t->world, NULL))
 CALL(devranks_null_out, gin_comm_device_ranks(t->world, NULL))
+CALL(peerpath_null_out, gin_comm_peer_path(t->world, 0, NULL))
+CALL(peerpath_neg, gin_comm_peer_path(t->world, -1, &t->i))
+CALL(peerpath_past, gin_comm_peer_path(t->world, t->nranks, &t->i))
 CALL(allgather_null_send, gin_comm_allgather(t->world, NULL, &t->i, 4))
 CALL(allgather_null_recv, gin_comm_allgather(t->world, &t->i, NULL, 4))
 /* Only rank 0's buffer is NULL: the others must fail at once with it. */
@@ -440,6 +443,10 @@ static const bad_case_t cases[] = {
     {"gin_comm_size", NUL, size_null_out, INV, "nranks_out is NULL", NULL},
     {"gin_comm_device_ranks", NUL, devranks_null_out, INV, "count_out is NULL",
      NULL},
+    {"gin_comm_peer_path", NUL, peerpath_null_out, INV, "path_out is NULL",
+     NULL},
+    {"gin_comm_peer_path", RNG, peerpath_neg, INV, "peer -1 outside", NULL},
+    {"gin_comm_peer_path", RNG, peerpath_past, INV, "outside [0, ", NULL},
     {"gin_comm_allgather", NUL, allgather_null_send, INV, "sendbuf is NULL",
      NULL},
     {"gin_comm_allgather", NUL, allgather_null_recv, INV, "recvbuf is NULL",

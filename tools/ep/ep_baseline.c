@@ -46,8 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ep/ep_format.h"
 #include "ep_baseline.h"
+#include "gin/ep_format.h"
 #include "perf/perf_target.h"
 
 #define BL_THREADS 256

@@ -7,7 +7,7 @@
  *
  * Defaults are DeepEP's low-latency test: 128 tokens per rank, hidden 7168,
  * top-8, 288 experts, FP8 dispatch, BF16 combine. Every run first checks
- * dispatch and combine against the CPU reference (tests/ep/ep_ref.c), then
+ * dispatch and combine against the CPU reference (tools/ep/ep_ref.c), then
  * times them; the host-initiated baseline (tools/ep/ep_baseline.c: layout
  * kernel, host sync, counts exchanged, host-issued copies, receive kernel)
  * is checked and timed the same way in the same run, and the ratio printed.

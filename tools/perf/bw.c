@@ -151,9 +151,7 @@ static double bw_raw_us(const bw_args_t *a, int blocks, int reps) {
 
 /* Whether rank 0's peer (rank 1) is on the direct path (bw_raw needs its
  * window mapped here). */
-static int bw_peer_direct(const perf_env_t *env) {
-  return gin_route_direct_(perf_route(env, 1));
-}
+static int bw_peer_direct(const perf_env_t *env) { return perf_direct(env, 1); }
 
 /* One timed run; returns rank 0's ns (0 elsewhere). */
 static uint64_t bw_once(perf_env_t *env, bw_args_t *a, int blocks,

@@ -541,7 +541,7 @@ void perf_ladder(perf_env_t *env) {
    * and signal rungs' ratios stay to the raw floor, a load/store ping-pong
    * where the peer's window is mapped (the host target maps it even with
    * GIN_BACKEND=proxy). */
-  int direct = gin_route_path_(route) == GIN_PATH_DIRECT;
+  int direct = perf_direct(env, peer);
   if (!direct)
     perf_note(env, "ladder: the peer is not reached by load/store: only the "
                    "API rungs (put, signal) run");

@@ -88,10 +88,19 @@ typedef struct perf_env {
 } perf_env_t;
 
 /* The devcomm's route byte to world rank w (0 or 1): its GIN_PATH_* with
- * GIN_PATH_NEAR, as device code reads it (gin_route_path_ and
- * gin_route_direct_ take it apart). */
+ * GIN_PATH_NEAR where signals to w are ordered at GPU scope
+ * (GIN_NEAR_SCOPE), as device code reads it: what the ladder's GPU-scope
+ * rungs ask. */
 static inline int perf_route(const perf_env_t *env, int w) {
   return (int)((env->dc.path_inline >> (8 * w)) & 0xff);
+}
+
+/* Whether this rank reaches rank w by load/store (gin_comm_peer_path). */
+static inline int perf_direct(const perf_env_t *env, int w) {
+  int path = GIN_PATH_NONE;
+  if (gin_comm_peer_path(env->comm, w, &path) != GIN_SUCCESS) return 0;
+  path &= ~GIN_PATH_NEAR;
+  return path == GIN_PATH_DIRECT || path == GIN_PATH_SELF;
 }
 
 /* Whether the run goes through the proxy and tcp (GIN_BACKEND=proxy
@@ -99,8 +108,7 @@ static inline int perf_route(const perf_env_t *env, int w) {
  * team): its floors are then raw TCP over loopback. */
 static inline int perf_tcp_path(const perf_env_t *env) {
   return strcmp(env->path, "proxy-tcp") == 0 &&
-         !gin_route_direct_(perf_route(env, 1 - env->rank)) &&
-         env->dc.lsa_size == 2;
+         !perf_direct(env, 1 - env->rank) && env->dc.lsa_size == 2;
 }
 
 /* One result. Unused numbers are negative (left empty in CSV/JSON). */

@@ -2,8 +2,11 @@
  * Number formats of EP messages, written once for host and device code:
  * bf16 (the top half of an IEEE float, round to nearest even) and FP8
  * E4M3 (1 sign, 4 exponent bits with bias 7, 3 mantissa bits, no
- * infinities, max 448; round to nearest even, saturating). The device and
- * the CPU reference use these same functions, so casts match bit for bit.
+ * infinities, max 448; round to nearest even, saturating), and the FP8
+ * payload of a token: E4M3 bytes with one fp32 scale per GIN_EP_FP8_GROUP
+ * channels (gin_ep_pack_payload). The EP kernels, the CPU reference and
+ * anything that prepares or checks tokens the same way use these
+ * functions, so casts match bit for bit.
  */
 #ifndef GIN_EP_FORMAT_H
 #define GIN_EP_FORMAT_H

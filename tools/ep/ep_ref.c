@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ep/ep_format.h"
+#include "gin/ep_format.h"
 
 /* ------------------------------------------------------------ random */
 
