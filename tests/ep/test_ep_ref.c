@@ -1,6 +1,6 @@
 /*
  * Self-check of the EP CPU reference (ep_ref.c) and of the number formats
- * it shares with the device (src/ep/ep_format.h), without the library:
+ * it shares with the device (gin/ep_format.h), without the library:
  *  - bf16 and FP8 E4M3 casts against brute-force nearest-even searches;
  *  - the FP8 cast of rows stays within its rounding bound;
  *  - dispatch: every routed (rank, token, expert) lands exactly once, in

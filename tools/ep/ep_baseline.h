@@ -18,7 +18,7 @@
  * check applies. All ranks of the job must be on one host.
  *
  * Layering: a tool on gin's public host API (gin_comm_allgather, barrier)
- * and the EP number formats (src/ep/ep_format.h); not part of the library.
+ * and the EP number formats (gin/ep_format.h); not part of the library.
  */
 #ifndef GIN_TOOLS_EP_BASELINE_H
 #define GIN_TOOLS_EP_BASELINE_H

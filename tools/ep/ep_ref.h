@@ -2,7 +2,7 @@
  * CPU reference of gin EP (include/gin/gin_ep.h): deterministic inputs,
  * what dispatch must deliver to each rank, the test's stand-in experts and
  * what combine must return. Plain host C (also compiled as CUDA C++ by the
- * cuda test target); depends only on src/ep/ep_format.h, whose conversions
+ * cuda test target); depends only on gin/ep_format.h, whose conversions
  * are the ones the device uses.
  *
  * Rules (the device follows the same ones):
