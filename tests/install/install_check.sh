@@ -72,6 +72,12 @@ if run "consumer: configure with find_package(gin)" cmake -S "$S/tests/install/c
   -B "$W/cm" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" &&
   run "consumer: build" cmake --build "$W/cm"; then
   check_run "find_package(gin), gin_device_program" "$W/cm/consumer_host"
+  if "$W/cm/consumer_ep" >"$W/out" 2>&1; then
+    echo "ok: gin::ep_host ($(cat "$W/out"))"
+  else
+    fail "gin::ep_host: consumer_ep failed"
+    cat "$W/out"
+  fi
 fi
 
 # 2. pkg-config, shared library.
