@@ -12,7 +12,9 @@
 # the window-memory cases (GIN_CUDA_VMM), compute-sanitizer memcheck, the
 # EP suite on every path (and its bad-input, lying-peer and soak tests),
 # the demo and the EP example, the soak, and the cuda fault tests (ranks
-# killed, links cut, aborts) one at a time. RACECHECK=1 adds
+# killed, links cut, aborts) one at a time. First, before its own daemon:
+# the MPS daemon ginrun starts for a job, and gin_comm_init's warning for
+# ranks sharing the GPU without one. RACECHECK=1 adds
 # compute-sanitizer racecheck on the conformance and EP suites.
 #
 # Output in $OUT: summary.txt (one line per step, then OK or FAILED),
@@ -46,10 +48,48 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
   say "build: $B rc=$rc1, $BN rc=$rc2 ($((SECONDS - t0)) s)"
   builds_ok $rc1 $rc2
 fi
+R=($B/ginrun)
+
+# ------------------------------------------------------ MPS handling
+# Before this script's own daemon, with none at the default directory:
+# ginrun starts one for a job whose ranks share the GPU and stops it after
+# (no daemon or directory left); ranks of another launcher (torchrun's
+# variables here) without MPS get one warning, from rank 0.
+mps_procs() { pgrep -c -f '^nvidia-cuda-mps-(control|server)' || true; }
+mps_dirs() { ls -d "${TMPDIR:-/tmp}"/ginrun-mps-* 2>/dev/null | wc -l; }
+if [ -e /tmp/nvidia-mps/control ]; then
+  say "mps_ginrun_4, mps_warn_2: skipped (an MPS daemon runs at /tmp/nvidia-mps)"
+  skipped=$((skipped + 2))
+else
+  procs=$(mps_procs) dirs=$(mps_dirs)
+  bounded mps_ginrun_4 env -u CUDA_MPS_PIPE_DIRECTORY -u CUDA_MPS_LOG_DIRECTORY \
+    "${R[@]}" -n 4 --timeout 60 $B/gin_demo_cuda
+  rc=$?
+  sleep 1 # the server's exit after quit
+  if [ $rc = 0 ] && ! grep -q "started an MPS control daemon" "$LOGS/mps_ginrun_4.log"; then
+    say "mps_ginrun_4: ginrun started no MPS daemon"
+    rc=1
+  fi
+  if [ "$(mps_procs)" != "$procs" ] || [ "$(mps_dirs)" != "$dirs" ]; then
+    say "mps_ginrun_4: MPS processes $procs -> $(mps_procs), job directories $dirs -> $(mps_dirs)"
+    rc=1
+  fi
+  judge mps_ginrun_4 $rc
+  bounded mps_warn_2 env -u CUDA_MPS_PIPE_DIRECTORY WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+    MASTER_PORT=29517 sh -c 'RANK=0 LOCAL_RANK=0 "$0" & a=$!
+      RANK=1 LOCAL_RANK=1 "$0"; b=$?; wait $a; a=$?; exit $((a | b))' $B/gin_demo_cuda
+  rc=$?
+  n=$(grep -c "2 ranks share 1 GPU without MPS (ranks 0-1)" "$LOGS/mps_warn_2.log")
+  if [ $rc = 0 ] && [ "$n" != 1 ]; then
+    say "mps_warn_2: $n warnings about ranks sharing the GPU without MPS, wanted 1"
+    rc=1
+  fi
+  judge mps_warn_2 $rc
+fi
+
 mps_start gpu-test || say "MPS did not start: ranks on the one GPU time-slice (slow, still bounded)"
 export GIN_TIMEOUT_MS=15000 NCCL_NVLS_ENABLE=0
 unset GIN_BACKEND GIN_TRANSPORT
-R=($B/ginrun)
 C=$B/tests/conformance/conformance_cuda
 E=$B/tests/ep
 PROXY=(env GIN_BACKEND=proxy)

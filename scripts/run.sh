@@ -71,6 +71,23 @@ echo "EP: dispatch and combine checked against the CPU reference ($checked of 2"
 echo "  implementations matched): $(verdict "$ep_rc")"
 echo "  dispatch $(fmt "$gd" %.1f) us, the host-initiated baseline $(fmt "$bd" %.1f) us: gin $(ratio "$bd" "$gd") x faster"
 echo "  combine  $(fmt "$gc" %.1f) us, the host-initiated baseline $(fmt "$bc" %.1f) us: gin $(ratio "$bc" "$gc") x faster"
+# Whether the ranks shared their GPU through MPS: ginrun says when it
+# started a daemon or could not; otherwise one was already running, or
+# the ranks had a GPU each, or GIN_MPS=0 turned it off.
+if [ "$T" = host ]; then
+  echo "MPS: not used (the host target runs no GPU contexts)"
+elif grep -q "started an MPS control daemon" "$TMP/demo.out"; then
+  echo "MPS: ginrun started a daemon for each job and stopped it after"
+elif grep -q "cannot start one:" "$TMP/demo.out"; then
+  echo "MPS: NOT running; $(sed -n 's/.*cannot start one: \([^.]*\)\..*/\1/p' "$TMP/demo.out" | head -1);"
+  echo "  the ranks time-sliced the GPU, so the times above are milliseconds"
+elif [ "${GIN_MPS:-1}" = 0 ]; then
+  echo "MPS: off (GIN_MPS=0)"
+elif [ -e "${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}/control" ]; then
+  echo "MPS: the daemon already running at ${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps} served the ranks"
+else
+  echo "MPS: not needed (a GPU for each rank)"
+fi
 if [ "$T" = host ]; then
   echo "note: on the host target CPU threads stand in for GPU blocks; these"
   echo "  timings are a smoke test (docs/PERFORMANCE.md has the GPU's)."

@@ -16,6 +16,10 @@
  * children share one process group, so no rank outlives ginrun. Children
  * read stdin from /dev/null.
  *
+ * When the ranks would share a GPU and no MPS daemon serves them, ginrun
+ * starts one for the job and stops it at the end (ginrun_mps.c); GIN_MPS=0
+ * turns that off.
+ *
  * Exit status: 0 if every rank exited 0; else the failing rank's code or
  * 128+signal; 124 on --timeout; 128+signal when ginrun itself was
  * interrupted; 127 if prog was not found; 2 on a usage error.
@@ -36,13 +40,12 @@
 #include <unistd.h>
 
 #include "gin/gin.h"
+#include "ginrun_mps.h"
 
 #define GINRUN_LINE_MAX 65536 /* longer lines are forwarded in pieces */
 #define GINRUN_GRACE_MS 2000  /* SIGTERM -> SIGKILL */
 #define GINRUN_DRAIN_MS 1000  /* output still read after the last exit */
 #define GINRUN_REPORT_S 5.0   /* default --grace */
-
-extern char **environ;
 
 /* One output pipe of one rank. */
 typedef struct ginrun_stream {
@@ -160,34 +163,26 @@ static char *ginrun_find_prog(const char *prog) {
 
 #define GINRUN_NVARS 5
 
-/* The environment of rank r: the job variables first (owned), then ours
- * minus any old values of them. Free with ginrun_free_env. */
-static char **ginrun_make_env(int r, int n, const char *uid) {
-  static const char *const names[GINRUN_NVARS] = {
-      "GIN_RANK=", "GIN_NRANKS=", "GIN_LOCAL_RANK=", "GIN_LOCAL_SIZE=",
-      "GIN_UNIQUE_ID="};
-  size_t count = 0;
-  while (environ[count])
-    count++;
-  char **env = calloc(count + GINRUN_NVARS + 1, sizeof *env);
-  if (!env) return NULL;
-  if (asprintf(&env[0], "GIN_RANK=%d", r) < 0 ||
-      asprintf(&env[1], "GIN_NRANKS=%d", n) < 0 ||
-      asprintf(&env[2], "GIN_LOCAL_RANK=%d", r) < 0 ||
-      asprintf(&env[3], "GIN_LOCAL_SIZE=%d", n) < 0 ||
-      asprintf(&env[4], "GIN_UNIQUE_ID=%s", uid) < 0) {
+/* The environment of rank r: the job variables first (owned), then the MPS
+ * daemon's directories when ginrun started one, then ours minus any old
+ * values of them. Free with ginrun_free_env. */
+static char **ginrun_make_env(int r, int n, const char *uid,
+                              const ginrun_mps_t *mps) {
+  char *set[GINRUN_NVARS + 2] = {NULL};
+  if (asprintf(&set[0], "GIN_RANK=%d", r) < 0 ||
+      asprintf(&set[1], "GIN_NRANKS=%d", n) < 0 ||
+      asprintf(&set[2], "GIN_LOCAL_RANK=%d", r) < 0 ||
+      asprintf(&set[3], "GIN_LOCAL_SIZE=%d", n) < 0 ||
+      asprintf(&set[4], "GIN_UNIQUE_ID=%s", uid) < 0) {
     for (int i = 0; i < GINRUN_NVARS; i++)
-      free(env[i]);
-    free(env);
+      free(set[i]);
     return NULL;
   }
-  size_t k = GINRUN_NVARS;
-  for (size_t i = 0; i < count; i++) {
-    int skip = 0;
-    for (size_t j = 0; j < GINRUN_NVARS; j++)
-      skip |= strncmp(environ[i], names[j], strlen(names[j])) == 0;
-    if (!skip) env[k++] = environ[i];
-  }
+  int nset = GINRUN_NVARS + ginrun_mps_vars(mps, set + GINRUN_NVARS);
+  char **env = ginrun_env(set, nset);
+  if (!env)
+    for (int i = 0; i < GINRUN_NVARS; i++)
+      free(set[i]);
   return env;
 }
 
@@ -439,7 +434,8 @@ static void ginrun_loop(ginrun_t *job) {
 
 /* Creates the job id, starts the ranks, forwards their output and waits
  * for them. Returns ginrun's exit status. */
-static int ginrun_run(ginrun_t *job, const char *path, char **prog_argv) {
+static int ginrun_run(ginrun_t *job, const ginrun_mps_t *mps, const char *path,
+                      char **prog_argv) {
   int code = 1, n = job->nranks, started = 0;
   gin_unique_id_t uid;
   char uid_str[2 * GIN_UNIQUE_ID_BYTES + 1];
@@ -453,7 +449,7 @@ static int ginrun_run(ginrun_t *job, const char *path, char **prog_argv) {
   char ***envs = calloc((size_t)n, sizeof *envs);
   if (!job->ranks || !job->streams || !envs) goto err_nomem;
   for (int r = 0; r < n; r++)
-    if (!(envs[r] = ginrun_make_env(r, n, uid_str))) goto err_nomem;
+    if (!(envs[r] = ginrun_make_env(r, n, uid_str, mps))) goto err_nomem;
   for (int r = 0; r < 2 * n; r++)
     job->streams[r].fd = -1;
   if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -552,7 +548,10 @@ int main(int argc, char **argv) {
     return 127;
   }
 
-  int code = ginrun_run(&job, path, prog_argv);
+  ginrun_mps_t mps;
+  ginrun_mps_begin(&mps, job.nranks);
+  int code = ginrun_run(&job, &mps, path, prog_argv);
+  ginrun_mps_end(&mps);
   free(path);
   return code;
 }

@@ -18,6 +18,7 @@ int64_t gin_arch_param_copy_batch(void);   /* GIN_COPY_BATCH, cuda */
 int64_t gin_arch_param_copy_streams(void); /* GIN_COPY_STREAMS, cuda */
 int64_t gin_arch_param_cuda_vmm(void);     /* GIN_CUDA_VMM, cuda */
 int64_t gin_arch_param_host_spins(void);   /* GIN_HOST_SPINS, host */
+int64_t gin_arch_param_mps(void);          /* GIN_MPS, cuda (and ginrun) */
 
 /* An exportable description of shareable memory that another process on
  * the same host can map (a CUDA IPC handle, or a memfd's pid and fd). */
@@ -47,6 +48,10 @@ int gin_arch_can_map(const gin_arch_devinfo_t *self,
  * device (GPU-scope ordering reaches it; always on the host target). */
 int gin_arch_same_device(const gin_arch_devinfo_t *self,
                          const gin_arch_devinfo_t *peer);
+/* Whether processes sharing the device described by dev take turns on it
+ * by time slice (a GPU without MPS: an exchange between them waits for a
+ * slice); never on the host target. */
+int gin_arch_time_sliced(const gin_arch_devinfo_t *dev);
 
 /* Shareable device memory (backs windows and signal areas), zeroed. */
 gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,

@@ -2,7 +2,8 @@
  * Settings of the target glue. Each is read by one target's library only,
  * yet declared here, in a file both libraries compile, so that every build
  * lists every setting (gin_param_info, `ginrun --env`) with the target it
- * belongs to. The readers are in arch_cuda.c, vmm.c and arch_host.c.
+ * belongs to. The readers are in arch_cuda.c, vmm.c and arch_host.c;
+ * GIN_MPS also in src/comm/comm.c and ginrun.
  */
 #include "arch/arch.h"
 
@@ -34,3 +35,9 @@ GIN_PARAM_TARGET_INT(
     "host target: polls of a device wait before it starts to "
     "yield its core (at least 64); -1: 4096 where this process "
     "may run on at least 4 CPUs per rank on this machine, else 64")
+
+GIN_PARAM_TARGET_INT(
+    "cuda", gin_arch_param_mps, "MPS", 1,
+    "1: ginrun starts an MPS control daemon for a job whose ranks would "
+    "share a GPU that no MPS daemon serves, and gin_comm_init warns once "
+    "when ranks share a GPU without MPS; 0: neither")

@@ -16,6 +16,7 @@
 
 #include "comm/build.h"
 #include "comm/comm.h"
+#include "comm/sharing.h"
 
 #define GIN_COMM_MAGIC 0x67696e636f6d6d31ull /* "gincomm1" */
 /* Most a report waits for the watcher to name a dead rank when what it
@@ -266,6 +267,38 @@ static gin_result_t comm_setup_paths(gin_comm_t c) {
   return GIN_SUCCESS;
 }
 
+/* Ranks that share a GPU without MPS run at a time slice per exchange: the
+ * job's lowest such rank says so, once per process (comm/sharing.h). Costs
+ * one pass over the records where no GPU time-slices. */
+static void comm_note_sharing(gin_comm_t c) {
+  static int noted;
+  int n = c->nranks, any = 0;
+  if (gin_arch_param_mps() == 0 || __atomic_load_n(&noted, __ATOMIC_RELAXED))
+    return;
+  for (int i = 0; i < n && !any; i++)
+    any = gin_arch_time_sliced(&c->peers[i].dev);
+  if (!any) return;
+  int *dev_of = (int *)malloc((size_t)n * sizeof *dev_of);
+  uint8_t *sliced = (uint8_t *)malloc((size_t)n);
+  if (dev_of && sliced) {
+    for (int i = 0; i < n; i++) {
+      const gin_peer_info_t *p = &c->peers[i];
+      sliced[i] = (uint8_t)gin_arch_time_sliced(&p->dev);
+      dev_of[i] = i;
+      for (int j = 0; j < i && dev_of[i] == i; j++)
+        if (!strncmp(c->peers[j].hostid, p->hostid, GIN_HOSTID_BYTES) &&
+            gin_arch_same_device(&c->peers[j].dev, &p->dev))
+          dev_of[i] = j;
+    }
+    char msg[512];
+    if (gin_sharing_note(n, dev_of, sliced, c->rank, msg, sizeof msg) &&
+        !__atomic_exchange_n(&noted, 1, __ATOMIC_RELAXED))
+      GIN_WARN(INIT, "%s", msg);
+  }
+  free(dev_of);
+  free(sliced);
+}
+
 gin_result_t gin_comm_statuses_(gin_comm_t comm, int32_t mine, int *first,
                                 int32_t *word) {
   int32_t *all = comm->statuses; /* the all-gather fills every entry */
@@ -510,6 +543,7 @@ gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks, int rank,
                                     (void **)&c->peer_ctrl_devtab),
                  res, free_comm);
   GIN_CHECK_GOTO(comm_setup_paths(c), res, free_comm);
+  comm_note_sharing(c);
   GIN_CHECK_GOTO(comm_map_peer_ctrl(c), res, free_comm);
   GIN_CHECK_GOTO(comm_agree_shm(c), res, free_comm);
   /* Every rank has its ring now (the exchange above): link and watch.

@@ -20,6 +20,9 @@ kill_marked() { # kills, by pid, what this test started with marker $1
 }
 trap 'kill_marked "$MARK"; rm -rf "$TMP"' EXIT
 FAILS=0
+# The MPS daemon ginrun may start on a GPU machine is test_ginrun_mps.sh's
+# subject; here it would only add its line to ginrun's output.
+export GIN_MPS=0
 OUT=$TMP/out
 ERR=$TMP/err
 

@@ -20,6 +20,7 @@
 typedef struct cuda_devinfo {
   char uuid[16];
   char busid[32];
+  uint8_t mps; /* contexts on this GPU are MPS clients (or unknown) */
 } cuda_devinfo_t;
 _Static_assert(sizeof(cuda_devinfo_t) <= GIN_ARCH_DEVINFO_BYTES, "devinfo");
 
@@ -89,6 +90,10 @@ gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   memcpy(di.uuid, prop.uuid.bytes, sizeof di.uuid);
   GIN_CUDA_CALL(cudaDeviceGetPCIBusId(di.busid, sizeof di.busid, dev),
                 "cudaDeviceGetPCIBusId");
+  int mps = 1; /* unknown counts as served: no warning on a guess */
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, dev) != cudaSuccess)
+    cudaGetLastError();
+  di.mps = mps != 0;
   memset(info_out, 0, sizeof *info_out);
   memcpy(info_out->bytes, &di, sizeof di);
   GIN_INFO(INIT, "cuda device %d (%s, %s)", dev, prop.name, di.busid);
@@ -101,6 +106,12 @@ int gin_arch_same_device(const gin_arch_devinfo_t *self,
   memcpy(&a, self->bytes, sizeof a);
   memcpy(&b, peer->bytes, sizeof b);
   return memcmp(a.uuid, b.uuid, sizeof a.uuid) == 0;
+}
+
+int gin_arch_time_sliced(const gin_arch_devinfo_t *dev) {
+  cuda_devinfo_t d;
+  memcpy(&d, dev->bytes, sizeof d);
+  return !d.mps;
 }
 
 int gin_arch_can_map(const gin_arch_devinfo_t *self,

@@ -55,6 +55,8 @@ int gin_arch_same_device(const gin_arch_devinfo_t *self,
   return 1;
 }
 
+int gin_arch_time_sliced(const gin_arch_devinfo_t *dev) { return 0; }
+
 gin_result_t gin_arch_shm_alloc(size_t size, void **ptr_out,
                                 gin_arch_handle_t *handle_out,
                                 void **cookie_out) {
