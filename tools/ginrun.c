@@ -548,6 +548,9 @@ int main(int argc, char **argv) {
     return 127;
   }
 
+  /* A child that exits before reading what ginrun writes to it (an MPS
+   * control command) must not take ginrun down; children restore it. */
+  signal(SIGPIPE, SIG_IGN);
   ginrun_mps_t mps;
   ginrun_mps_begin(&mps, job.nranks);
   int code = ginrun_run(&job, &mps, path, prog_argv);
