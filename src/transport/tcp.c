@@ -47,6 +47,7 @@
 #include "base/net.h"
 #include "transport/tcp.h"
 #include "transport/transport.h"
+#include "transport/wire.h"
 
 GIN_PARAM_INT(param_tcp_send_buffer, "TCP_SEND_BUFFER", 4194304,
               "bytes of operations queued per tcp peer before puts wait for "
@@ -315,53 +316,6 @@ static void tx_settle(tcp_conn_t *c) {
 
 /* ------------------------------------------------------------ put */
 
-/* Or-s the mode word of h, then adds to its signal (in the CPU view of
- * the signal window: host memory on both targets). */
-static gin_result_t signal_apply(const gin_job_t *cm, const gin_tcp_hdr_t *h) {
-  if (!(h->flags & GIN_TCP_F_SIGNAL)) return GIN_SUCCESS;
-  gin_win_slot_t *w = &cm->wins[h->sig_win];
-  char *base = (char *)(w->hptr ? w->hptr : w->ptr);
-  if (h->mode_off)
-    __atomic_fetch_or((uint32_t *)(base + h->mode_off), h->mode_bit,
-                      __ATOMIC_RELAXED);
-  return gin_arch_atomic_add_u64((uint64_t *)(base + h->sig_off), h->sig_add);
-}
-
-static int xfer_same(const gin_xfer_t *a, const gin_xfer_t *b) {
-  return a->op == b->op && a->peer == b->peer && a->src == b->src &&
-         a->value == b->value && a->bytes == b->bytes &&
-         a->dst_win == b->dst_win && a->dst_off == b->dst_off &&
-         a->has_signal == b->has_signal && a->sig_win == b->sig_win &&
-         a->sig_off == b->sig_off && a->sig_add == b->sig_add &&
-         a->mode_off == b->mode_off && a->mode_bit == b->mode_bit;
-}
-
-/* The header of x's chunk [done, done + chunk). */
-static void xfer_header(tcp_state_t *s, const gin_xfer_t *x, uint64_t done,
-                        uint64_t chunk, int last, gin_tcp_hdr_t *h) {
-  memset(h, 0, sizeof *h);
-  h->magic = GIN_TCP_HDR_MAGIC;
-  h->version = GIN_TCP_VERSION;
-  h->op = x->op == GIN_OP_SIGNAL ? GIN_TCP_OP_SIGNAL : GIN_TCP_OP_PUT;
-  if (h->op == GIN_TCP_OP_PUT) {
-    h->dst_win = x->dst_win;
-    h->dst_gen =
-        __atomic_load_n(&s->job->wins[x->dst_win].gen, __ATOMIC_ACQUIRE);
-    h->dst_off = x->dst_off + done;
-    h->bytes = chunk;
-  }
-  if (last && x->has_signal) {
-    h->flags = GIN_TCP_F_SIGNAL;
-    h->sig_win = x->sig_win;
-    h->sig_gen =
-        __atomic_load_n(&s->job->wins[x->sig_win].gen, __ATOMIC_ACQUIRE);
-    h->sig_off = x->sig_off;
-    h->sig_add = x->sig_add;
-    h->mode_off = x->mode_off;
-    h->mode_bit = x->mode_off ? x->mode_bit : 0;
-  }
-}
-
 static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
                              const gin_xfer_t *x) {
   int me = s->job->rank;
@@ -402,7 +356,7 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
     by_ref = 0;
   uint64_t done = 0;
   if (c->cur_active) {
-    if (!xfer_same(&c->cur, x))
+    if (!gin_wire_xfer_same(&c->cur, x))
       return GIN_ERROR(
           GIN_ERR_INTERNAL,
           "tcp: a new operation to rank %d while one is partly queued",
@@ -424,7 +378,7 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
     if (chunk > room - GIN_TCP_HDR_BYTES) chunk = room - GIN_TCP_HDR_BYTES;
     gin_tcp_hdr_t h;
     uint8_t wire[GIN_TCP_HDR_BYTES];
-    xfer_header(s, x, done, chunk, done + chunk == total, &h);
+    gin_wire_header(s->job, x, done, chunk, done + chunk == total, &h);
     gin_tcp_hdr_encode(&h, wire);
     tx_append(c, wire, sizeof wire, 0);
     gin_result_t res = GIN_SUCCESS;
@@ -439,24 +393,11 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
   return conn_send(s, c);
 }
 
-/* An operation to this rank itself (GIN_BACKEND=proxy): applied here, in
- * order, like a received one; the proxy checked it against this table. */
-static gin_result_t self_put(tcp_state_t *s, const gin_xfer_t *x) {
-  const gin_job_t *cm = s->job;
-  if (x->op == GIN_OP_PUT || x->op == GIN_OP_PUT_VALUE)
-    GIN_CHECK(gin_arch_copy((char *)cm->wins[x->dst_win].ptr + x->dst_off,
-                            x->op == GIN_OP_PUT ? x->src : &x->value,
-                            x->bytes));
-  gin_tcp_hdr_t h;
-  xfer_header(s, x, 0, 0, 1, &h);
-  return signal_apply(cm, &h);
-}
-
 static gin_result_t tcp_put(void *state, const gin_xfer_t *x) {
   tcp_state_t *s = (tcp_state_t *)state;
   if (x->peer < 0 || x->peer >= s->job->nranks)
     return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: peer %d out of range", x->peer);
-  if (x->peer == s->job->rank) return self_put(s, x);
+  if (x->peer == s->job->rank) return gin_wire_self_put(s->job, x);
   pthread_mutex_lock(&s->lock);
   gin_result_t res = conn_put(s, &s->conns[x->peer], x);
   pthread_mutex_unlock(&s->lock);
@@ -481,7 +422,7 @@ static gin_result_t conn_stall(tcp_state_t *s, tcp_conn_t *c, const char *why) {
 }
 
 static gin_result_t conn_signal(tcp_state_t *s, tcp_conn_t *c) {
-  gin_result_t res = signal_apply(s->job, &c->hdr);
+  gin_result_t res = gin_wire_signal(s->job, &c->hdr);
   if (res != GIN_SUCCESS)
     return conn_fail(s, c, res, "signal from rank %d: %s", c->peer,
                      gin_last_error());
@@ -537,15 +478,13 @@ static gin_result_t conn_apply(tcp_state_t *s, tcp_conn_t *c) {
     if (c->hdr.op == GIN_TCP_OP_BYE) {
       c->left = 1;
     } else if (c->hdr.bytes) {
-      const gin_win_slot_t *w = &cm->wins[c->hdr.dst_win];
-      char *cpu = w->hptr                         ? (char *)w->hptr
-                  : gin_arch_device_mem_is_host() ? (char *)w->ptr
-                                                  : NULL;
+      char *cpu = gin_wire_cpu_dst(cm, &c->hdr);
       c->rx_state = RX_PAYLOAD;
       c->rx_left = c->hdr.bytes;
       c->rx_direct = cpu != NULL;
       c->rx_hdr_alone = cpu && c->hdr.bytes >= TCP_RX_DIRECT_MIN;
-      c->rx_dst = (cpu ? cpu : (char *)w->ptr) + c->hdr.dst_off;
+      c->rx_dst =
+          cpu ? cpu : (char *)cm->wins[c->hdr.dst_win].ptr + c->hdr.dst_off;
     } else {
       GIN_CHECK(conn_signal(s, c));
     }

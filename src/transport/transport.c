@@ -13,13 +13,17 @@
 GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
               "transport of proxied peers: auto (ipc where the peer's memory "
               "is mapped here, tcp to the others), ipc (the same), tcp (every "
-              "peer, also those on this machine), or null (completes at "
-              "once, moves nothing: ring measurements)")
+              "peer, also those on this machine), ofi (every peer, through "
+              "libfabric: GIN_OFI_PROVIDER), or null (completes at once, "
+              "moves nothing: ring measurements)")
 
 static const gin_transport_ops_t *const registry[] = {
     &gin_transport_ipc,
     &gin_transport_null,
     &gin_transport_tcp,
+#ifdef GIN_HAVE_OFI
+    &gin_transport_ofi,
+#endif
 };
 #define NREGISTRY ((int)(sizeof registry / sizeof registry[0]))
 _Static_assert(NREGISTRY <= GIN_TRANSPORT_MAX, "registry within the ids");
@@ -41,6 +45,11 @@ gin_result_t gin_transport_select(int mapped, int *id_out) {
   int t = strcmp(want, "auto") && (mapped || strcmp(want, "ipc"))
               ? transport_by_name(want)
               : transport_by_name(mapped ? "ipc" : "tcp");
+  if (t < 0 && !strcmp(want, "ofi"))
+    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                     "GIN_TRANSPORT=ofi: this build has no ofi transport "
+                     "(libfabric was not found when gin was built: install "
+                     "libfabric-dev and build again)");
   if (t < 0) {
     char names[128] = "auto";
     for (int i = 0; i < NREGISTRY; i++) {

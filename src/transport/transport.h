@@ -75,6 +75,9 @@ typedef struct gin_transport_ops {
 extern const gin_transport_ops_t gin_transport_ipc;
 extern const gin_transport_ops_t gin_transport_null;
 extern const gin_transport_ops_t gin_transport_tcp;
+#ifdef GIN_HAVE_OFI
+extern const gin_transport_ops_t gin_transport_ofi; /* libfabric */
+#endif
 
 /* Transport ids are positions in the registry, below GIN_TRANSPORT_MAX. */
 #define GIN_TRANSPORT_MAX 8

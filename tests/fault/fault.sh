@@ -51,4 +51,5 @@ grep "^ginrun: rank [0-9]* (pid [0-9]*) \(exited\|killed\)" "$TMP/err" |
   grep -v "^ginrun: rank $VICTIM " | grep -q . &&
   fail "another rank failed: $(grep '^ginrun: rank' "$TMP/err" | tr '\n' ' ')"
 grep -q "^ginrun: stopping" "$TMP/err" && fail "ginrun had to stop survivors"
-fault_end "fault $SCEN" "$t" $((2 * GIN_TIMEOUT_MS + 15000))
+vpid=$(sed -n "s/^ginrun: rank $VICTIM (pid \([0-9]*\)) killed by signal 9.*/\1/p" "$TMP/err")
+fault_end "fault $SCEN" "$t" $((2 * GIN_TIMEOUT_MS + 15000)) "$vpid"

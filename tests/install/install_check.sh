@@ -97,10 +97,13 @@ else
   pkgconfig_skipped=1
 fi
 
-# 3. The plain line: the include folder and the static library, no define.
+# 3. The plain line: the include folder and the static library, no define,
+#    and the libraries gin-host.pc names as private (libfabric where the
+#    build has the ofi transport).
+private=$(sed -n 's/^Libs.private: //p' "$L/pkgconfig/gin-host.pc")
 run "consumer: plain compile line" $CC -I"$P/include" \
-  "$S/tests/install/consumer/consumer.c" "$L/libgin_host.a" -lpthread -lm \
-  -o "$W/plain" && check_run "plain line (-I include, libgin_host.a)" "$W/plain"
+  "$S/tests/install/consumer/consumer.c" "$L/libgin_host.a" $private \
+  -o "$W/plain" && check_run "plain line (-I include, libgin_host.a $private)" "$W/plain"
 
 # 4. Where the cuda target was installed and nvcc is here: the same source
 #    compiled as CUDA against the installed headers and libgin_cuda (built

@@ -8,10 +8,14 @@
 # namespaces reach each other through the tcp transport. The job runs
 # twice: GIN_BACKEND=auto (direct + tcp) and GIN_BACKEND=proxy (ipc + tcp).
 # Every rank must pass and must have connected its remote peers over tcp.
+# MULTIHOST_TRANSPORT=ofi: the ofi transport (libfabric's tcp provider)
+# instead, for every proxied peer (GIN_BACKEND=proxy: those of its own
+# namespace too).
 #
-# Usage: multihost.sh prog [args...]   (as root)
+# Usage: [MULTIHOST_TRANSPORT=tcp|ofi] multihost.sh prog [args...]   (as root)
 # Exit 0 pass, 1 fail, 77 skip (not root, or no network namespaces).
 set -u
+transport=${MULTIHOST_TRANSPORT:-tcp}
 prog=("$@")
 if [ ${#prog[@]} -eq 0 ]; then
   echo "usage: $0 prog [args...]" >&2
@@ -35,8 +39,12 @@ run_job() {
     local ns=$ns0
     [ $r -ge 2 ] && ns=$ns1
     # GIN_TRANSPORT=auto first (a scenario may override it): what is
-    # checked below is auto's choice, ipc within a host and tcp across.
-    ip netns exec "$ns" env GIN_TRANSPORT=auto "$@" RANK=$r WORLD_SIZE=4 \
+    # checked below is auto's choice, ipc within a host and tcp across;
+    # or ofi for every proxied peer.
+    local want=auto
+    [ "$transport" = ofi ] && want="ofi GIN_OFI_PROVIDER=tcp"
+    # shellcheck disable=SC2086 # want is two words for ofi
+    ip netns exec "$ns" env GIN_TRANSPORT=$want "$@" RANK=$r WORLD_SIZE=4 \
       LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 MASTER_ADDR=$addr0 MASTER_PORT=29500 \
       GIN_TIMEOUT_MS=30000 GIN_DEBUG=INFO GIN_DEBUG_SUBSYS=INIT,NET \
       timeout 120 "${prog[@]}" > "$tmp/$name.$r.log" 2>&1 &
@@ -50,17 +58,26 @@ run_job() {
   done
   pids=()
   for r in 0 1 2 3; do
-    # The two remote peers of each rank go through tcp, on the veth.
+    # The two remote peers of each rank go through tcp (or ofi), on the
+    # veth.
     local lo=$(( r < 2 ? 2 : 0 )) me=$addr0
     [ $r -ge 2 ] && me=$addr1
     for p in $lo $((lo + 1)); do
-      if ! grep -q "rank $r: peer $p path proxy (tcp)" "$tmp/$name.$r.log"
+      if ! grep -q "rank $r: peer $p path proxy ($transport)" "$tmp/$name.$r.log"
       then
-        echo "FAIL: $name: rank $r does not reach rank $p through tcp"
+        echo "FAIL: $name: rank $r does not reach rank $p through $transport"
         rc=1
       fi
     done
-    if ! grep -q "tcp: rank $r on $me:[0-9]*: 2 peers connected" \
+    if [ "$transport" = ofi ]; then
+      local n=2
+      [ "$name" = proxy ] && n=3
+      if ! grep -q "ofi: rank $r: provider tcp;ofi_rxm, $n peers" \
+          "$tmp/$name.$r.log"; then
+        echo "FAIL: $name: rank $r did not set up $n ofi peers"
+        rc=1
+      fi
+    elif ! grep -q "tcp: rank $r on $me:[0-9]*: 2 peers connected" \
         "$tmp/$name.$r.log"; then
       echo "FAIL: $name: rank $r did not connect 2 tcp peers from $me"
       rc=1

@@ -1,0 +1,852 @@
+/*
+ * ofi transport: proxied peers over libfabric, so one proxy path reaches
+ * whatever fabric the machine has a provider for (verbs for InfiniBand
+ * and RoCE, efa, cxi, tcp, shm on one host).
+ *
+ * Endpoint: one reliable datagram endpoint (FI_EP_RDM) per communicator,
+ * with messages (FI_MSG) whose sends are processed in order (FI_ORDER_SAS)
+ * and one completion queue for sends and receives. The provider is the
+ * first fi_getinfo offers for these hints, narrowed by GIN_OFI_PROVIDER
+ * (a provider name, e.g. "tcp;ofi_rxm") or libfabric's own FI_PROVIDER.
+ * Memory registration modes the provider may ask for (local buffers,
+ * virtual addresses, provider keys, endpoint binding) are accepted; the
+ * transport registers the one pool it sends from and receives into.
+ *
+ * Setup (init, collective): every rank opens its endpoint (a rank without
+ * ofi peers too), the endpoints' names and who-uses-ofi-with-whom are
+ * all-gathered through the bootstrap and checked alike on every rank
+ * (gin_ofi_entries_check), and each rank inserts its peers' names into its
+ * address vector.
+ *
+ * Sending (put): an operation travels as messages of at most OFI_MSG_BYTES:
+ * a prefix (sender, sequence number), an operation header (tcp.h) and up
+ * to OFI_MSG_BYTES - OFI_HEAD_BYTES bytes of payload, copied from the
+ * source into a send buffer of the pool (gin_arch_copy: it may be GPU
+ * memory), so sources are free once put returns; the signal rides on the
+ * operation's last message. A message the provider can inject goes
+ * without a buffer. GIN_ERR_AGAIN while no buffer is free or the provider
+ * has no room; an operation partly sent then resumes where it stopped.
+ *
+ * Receiving (progress): receive buffers of the pool stay posted; each
+ * message's prefix and header are checked before anything is written,
+ * then the payload is copied into the window, then the signal applied.
+ * Signals (every provider alike): applied by the target's proxy when the
+ * message that carries them is applied, after the payload of every earlier
+ * message from that sender, so a signal never overtakes the bytes of an
+ * earlier put on the way. Messages are applied in the sender's sequence
+ * order: providers may report completions out of order (comp_order
+ * FI_ORDER_NONE), so one that arrives early is kept, copied out of its
+ * buffer, until those before it are applied. A message naming a window
+ * not registered here yet waits the same way (the sender registered it
+ * first), at most timeout_ms.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "transport/ofi.h"
+#include "transport/transport.h"
+#include "transport/wire.h"
+
+GIN_PARAM_STR(param_ofi_provider, "OFI_PROVIDER", "",
+              "libfabric provider of the ofi transport, e.g. tcp;ofi_rxm, "
+              "shm, verbs;ofi_rxm, efa, cxi; empty: the first fi_getinfo "
+              "offers with what gin needs (FI_PROVIDER narrows it too)")
+
+#define OFI_API FI_VERSION(1, 9)
+#define OFI_HEAD_BYTES (GIN_OFI_PREFIX_BYTES + GIN_TCP_HDR_BYTES)
+/* One message, head and payload: within tcp;ofi_rxm's eager size (16
+ * KiB), whose larger messages grew its buffer pools by 28 MB a rank in
+ * the first seconds of the 4-rank EP soak (8 KiB: 10 MB). */
+#define OFI_MSG_BYTES (8u << 10)
+#define OFI_PAYLOAD_MAX (OFI_MSG_BYTES - OFI_HEAD_BYTES)
+#define OFI_TX_BUFS 64 /* send buffers */
+#define OFI_RX_BUFS 64 /* receive buffers kept posted */
+#define OFI_QUEUE 256  /* provider send and receive queue entries */
+#define OFI_CQ_BATCH 16
+#define OFI_INJECT_MAX 4096 /* injected messages are built on the stack */
+#define OFI_FINI_MS 5000    /* fini waits this long for sends to complete */
+
+enum { OFI_TX = 1, OFI_RX = 2 };
+
+/* A buffer of the pool; ctx first: the provider's, given as the operation
+ * context (FI_CONTEXT2 mode). */
+typedef struct ofi_buf {
+  struct fi_context2 ctx;
+  struct ofi_buf *next; /* free list (send buffers) */
+  int kind;             /* OFI_TX, OFI_RX */
+  int peer;             /* a send's destination */
+  char *data;           /* OFI_MSG_BYTES */
+} ofi_buf_t;
+
+/* A message applied later: arrived ahead of its turn, or waiting for its
+ * window. */
+typedef struct ofi_held {
+  struct ofi_held *next;
+  uint32_t seq;
+  size_t len;
+  char data[];
+} ofi_held_t;
+
+typedef struct ofi_peer {
+  int use; /* an ofi peer of this rank */
+  fi_addr_t addr;
+  int left;         /* it said goodbye */
+  gin_result_t err; /* failed: why in msg */
+  char msg[224];
+  uint32_t tx_seq;   /* next message to it */
+  uint32_t rx_seq;   /* next message from it to apply */
+  ofi_held_t *held;  /* messages from it ahead of rx_seq, by sequence */
+  uint64_t stall_ns; /* since when the message at rx_seq waits for a window */
+  int cur_active;    /* a put partly sent (it returned GIN_ERR_AGAIN) */
+  gin_xfer_t cur;
+  uint64_t cur_done;
+} ofi_peer_t;
+
+typedef struct ofi_state {
+  const gin_job_t *job;
+  pthread_mutex_t lock; /* put, flush and progress run on proxy threads */
+  struct fi_info *info;
+  struct fid_fabric *fabric;
+  struct fid_domain *domain;
+  struct fid_cq *cq;
+  struct fid_av *av;
+  struct fid_ep *ep;
+  struct fid_mr *mr;
+  void *desc;  /* the pool's descriptor where the provider wants one */
+  int wait_fd; /* the completion queue's, or -1 */
+  char *pool;
+  ofi_buf_t *bufs; /* OFI_TX_BUFS send, then OFI_RX_BUFS receive */
+  ofi_buf_t *tx_free;
+  ofi_buf_t *rx_unposted; /* receive buffers the provider had no room for */
+  int tx_busy;            /* sends in flight */
+  /* A failure found while a put drained completions, for progress to
+   * report (it aborts the communicator). */
+  gin_result_t pend_res;
+  char pend_msg[256];
+  size_t inject; /* messages this small go without a buffer */
+  int npeers, nstalled;
+  int closing;       /* in fini: peers that left first fail sends quietly */
+  ofi_peer_t *peers; /* [nranks] */
+  uint8_t *use;      /* [nranks] */
+  uint64_t traffic;  /* messages received (atomic) */
+} ofi_state_t;
+
+/* libfabric's text for a negative return value. */
+static const char *ofi_err(ssize_t rc) { return fi_strerror((int)-rc); }
+
+/* Fails peer p (the first reason sticks), records and logs the error
+ * naming both ranks. */
+static gin_result_t peer_fail(ofi_state_t *s, int p, gin_result_t res,
+                              const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static gin_result_t peer_fail(ofi_state_t *s, int p, gin_result_t res,
+                              const char *fmt, ...) {
+  ofi_peer_t *c = &s->peers[p];
+  if (c->stall_ns) s->nstalled--; /* nothing more is applied from it */
+  c->stall_ns = 0;
+  if (!c->err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    va_end(ap);
+    c->err = res;
+  }
+  return GIN_ERROR(c->err, "ofi: rank %d, peer %d: %s", s->job->rank, p,
+                   c->msg);
+}
+
+/* ------------------------------------------------------------ receive */
+
+/* Posts receive buffer b; one the provider has no room for now waits in
+ * a list that progress posts again. */
+static gin_result_t rx_post(ofi_state_t *s, ofi_buf_t *b) {
+  ssize_t rc =
+      fi_recv(s->ep, b->data, OFI_MSG_BYTES, s->desc, FI_ADDR_UNSPEC, &b->ctx);
+  if (rc == -FI_EAGAIN) {
+    b->next = s->rx_unposted;
+    s->rx_unposted = b;
+    return GIN_SUCCESS;
+  }
+  if (rc)
+    return GIN_ERROR(GIN_ERR_SYSTEM, "ofi: rank %d: fi_recv: %s", s->job->rank,
+                     ofi_err(rc));
+  return GIN_SUCCESS;
+}
+
+static gin_result_t rx_repost(ofi_state_t *s) {
+  ofi_buf_t *list = s->rx_unposted;
+  s->rx_unposted = NULL;
+  gin_result_t res = GIN_SUCCESS;
+  while (list) {
+    ofi_buf_t *b = list;
+    list = b->next;
+    gin_result_t r = rx_post(s, b);
+    if (r != GIN_SUCCESS && res == GIN_SUCCESS) res = r;
+  }
+  return res;
+}
+
+/* The message at p's turn waits for a window: at most the timeout. */
+static gin_result_t peer_stall(ofi_state_t *s, int p, const char *why) {
+  ofi_peer_t *c = &s->peers[p];
+  uint64_t now = gin_now_ns();
+  if (!c->stall_ns) {
+    c->stall_ns = now;
+    s->nstalled++;
+    return GIN_ERR_AGAIN;
+  }
+  if (now - c->stall_ns > (uint64_t)s->job->timeout_ms * 1000000ull)
+    return peer_fail(s, p, GIN_ERR_PROTOCOL, "rank %d: %s after %lld ms", p,
+                     why, (long long)s->job->timeout_ms);
+  return GIN_ERR_AGAIN;
+}
+
+static void peer_unstall(ofi_state_t *s, ofi_peer_t *c) {
+  if (c->stall_ns) s->nstalled--;
+  c->stall_ns = 0;
+}
+
+/* Applies one message from p, its turn come: GIN_ERR_AGAIN if it waits
+ * for a window. */
+static gin_result_t rx_apply(ofi_state_t *s, int p, const char *msg,
+                             size_t len) {
+  const gin_job_t *job = s->job;
+  ofi_peer_t *c = &s->peers[p];
+  char why[160];
+  gin_tcp_hdr_t h;
+  gin_result_t res =
+      gin_tcp_header_check(msg + GIN_OFI_PREFIX_BYTES, GIN_TCP_HDR_BYTES,
+                           job->wins, job->max_windows, why, sizeof why, &h);
+  if (res == GIN_ERR_AGAIN) return peer_stall(s, p, why);
+  peer_unstall(s, c);
+  if (res != GIN_SUCCESS)
+    return peer_fail(s, p, GIN_ERR_PROTOCOL, "rank %d sent a bad operation: %s",
+                     p, why);
+  if (c->left)
+    return peer_fail(s, p, GIN_ERR_PROTOCOL,
+                     "rank %d sent data after its goodbye", p);
+  if (len - OFI_HEAD_BYTES != h.bytes)
+    return peer_fail(s, p, GIN_ERR_PROTOCOL,
+                     "rank %d sent %zu payload bytes for a header of %llu", p,
+                     len - OFI_HEAD_BYTES, (unsigned long long)h.bytes);
+  if (h.op == GIN_TCP_OP_BYE) {
+    c->left = 1;
+    return GIN_SUCCESS;
+  }
+  if (h.bytes) {
+    const char *payload = msg + OFI_HEAD_BYTES;
+    char *cpu = gin_wire_cpu_dst(job, &h);
+    if (cpu)
+      memcpy(cpu, payload, h.bytes);
+    else if ((res = gin_arch_copy((char *)job->wins[h.dst_win].ptr + h.dst_off,
+                                  payload, h.bytes)) != GIN_SUCCESS)
+      return peer_fail(s, p, res, "payload from rank %d: %s", p,
+                       gin_last_error());
+  }
+  if ((res = gin_wire_signal(job, &h)) != GIN_SUCCESS)
+    return peer_fail(s, p, res, "signal from rank %d: %s", p, gin_last_error());
+  return GIN_SUCCESS;
+}
+
+/* Keeps a copy of a message for later, in sequence order. */
+static gin_result_t rx_hold(ofi_state_t *s, int p, uint32_t seq,
+                            const char *msg, size_t len) {
+  ofi_peer_t *c = &s->peers[p];
+  ofi_held_t *m = (ofi_held_t *)malloc(sizeof *m + len);
+  if (!m)
+    return peer_fail(s, p, GIN_ERR_NOMEM, "holding a message of %zu bytes",
+                     len);
+  m->seq = seq;
+  m->len = len;
+  memcpy(m->data, msg, len);
+  ofi_held_t **pp = &c->held;
+  while (*pp && (int32_t)((*pp)->seq - seq) < 0)
+    pp = &(*pp)->next;
+  if (*pp && (*pp)->seq == seq) {
+    free(m);
+    return peer_fail(s, p, GIN_ERR_PROTOCOL, "rank %d sent message %u twice", p,
+                     seq);
+  }
+  m->next = *pp;
+  *pp = m;
+  return GIN_SUCCESS;
+}
+
+/* Applies the held messages of p whose turn came. */
+static gin_result_t rx_drain_held(ofi_state_t *s, int p) {
+  ofi_peer_t *c = &s->peers[p];
+  while (!c->err && c->held && c->held->seq == c->rx_seq) {
+    ofi_held_t *m = c->held;
+    gin_result_t res = rx_apply(s, p, m->data, m->len);
+    if (res == GIN_ERR_AGAIN) return GIN_SUCCESS; /* stays first */
+    if (res != GIN_SUCCESS) return res;
+    c->held = m->next;
+    free(m);
+    c->rx_seq++;
+  }
+  return GIN_SUCCESS;
+}
+
+/* One received message in a receive buffer (reposted by the caller). */
+static gin_result_t rx_message(ofi_state_t *s, const char *msg, size_t len) {
+  char why[160];
+  gin_ofi_prefix_t pre;
+  gin_result_t res =
+      gin_ofi_prefix_check(msg, len, OFI_HEAD_BYTES, s->job->rank,
+                           s->job->nranks, s->use, why, sizeof why, &pre);
+  if (res != GIN_SUCCESS)
+    return GIN_ERROR(GIN_ERR_PROTOCOL,
+                     "ofi: rank %d received a bad message: %s", s->job->rank,
+                     why);
+  __atomic_fetch_add(&s->traffic, 1, __ATOMIC_RELAXED);
+  int p = pre.rank;
+  ofi_peer_t *c = &s->peers[p];
+  if (c->err) return GIN_SUCCESS; /* reported; nothing more from it */
+  if (pre.seq != c->rx_seq || c->held) {
+    if ((int32_t)(pre.seq - c->rx_seq) < 0)
+      return peer_fail(s, p, GIN_ERR_PROTOCOL,
+                       "rank %d sent message %u again (next is %u)", p, pre.seq,
+                       c->rx_seq);
+    GIN_CHECK(rx_hold(s, p, pre.seq, msg, len));
+    return rx_drain_held(s, p);
+  }
+  res = rx_apply(s, p, msg, len);
+  if (res == GIN_ERR_AGAIN) return rx_hold(s, p, pre.seq, msg, len);
+  if (res != GIN_SUCCESS) return res;
+  c->rx_seq++;
+  return GIN_SUCCESS;
+}
+
+/* Reads completions: receives are applied and reposted, send buffers
+ * return to the pool. Returns the first failure. */
+static gin_result_t cq_drain(ofi_state_t *s) {
+  gin_result_t res = GIN_SUCCESS, r;
+  for (;;) {
+    struct fi_cq_data_entry ev[OFI_CQ_BATCH];
+    ssize_t n = fi_cq_read(s->cq, ev, OFI_CQ_BATCH);
+    if (n == -FI_EAGAIN) break;
+    if (n == -FI_EAVAIL) {
+      struct fi_cq_err_entry e;
+      memset(&e, 0, sizeof e);
+      if (fi_cq_readerr(s->cq, &e, 0) < 0) break;
+      ofi_buf_t *b = (ofi_buf_t *)e.op_context;
+      char text[160];
+      snprintf(text, sizeof text, "%s (provider: %s)", fi_strerror(e.err),
+               fi_cq_strerror(s->cq, e.prov_errno, e.err_data, NULL, 0));
+      if (b && b->kind == OFI_TX) {
+        s->tx_busy--;
+        b->next = s->tx_free;
+        s->tx_free = b;
+        if (s->closing) continue; /* a goodbye to a peer already gone */
+        r = peer_fail(s, b->peer, GIN_ERR_REMOTE, "send to rank %d failed: %s",
+                      b->peer, text);
+      } else {
+        r = GIN_ERROR(GIN_ERR_REMOTE, "ofi: rank %d: a receive failed: %s",
+                      s->job->rank, text);
+        if (b && e.err != FI_ECANCELED) {
+          gin_result_t q = rx_post(s, b);
+          if (q != GIN_SUCCESS) r = q;
+        }
+      }
+      if (res == GIN_SUCCESS) res = r;
+      continue;
+    }
+    if (n < 0) {
+      r = GIN_ERROR(GIN_ERR_SYSTEM, "ofi: rank %d: fi_cq_read: %s",
+                    s->job->rank, ofi_err(n));
+      return res == GIN_SUCCESS ? r : res;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+      ofi_buf_t *b = (ofi_buf_t *)ev[i].op_context;
+      if (!b) continue;
+      if (b->kind == OFI_TX) {
+        s->tx_busy--;
+        b->next = s->tx_free;
+        s->tx_free = b;
+        continue;
+      }
+      r = rx_message(s, b->data, ev[i].len);
+      if (r != GIN_SUCCESS && res == GIN_SUCCESS) res = r;
+      r = rx_post(s, b);
+      if (r != GIN_SUCCESS && res == GIN_SUCCESS) res = r;
+    }
+    if (n < OFI_CQ_BATCH) break;
+  }
+  return res;
+}
+
+/* cq_drain from put, whose caller does not hear of receives: a failure is
+ * kept for progress to report (it aborts the communicator). */
+static void cq_drain_keep(ofi_state_t *s) {
+  gin_result_t res = cq_drain(s);
+  if (res != GIN_SUCCESS && s->pend_res == GIN_SUCCESS) {
+    s->pend_res = res;
+    snprintf(s->pend_msg, sizeof s->pend_msg, "%s", gin_last_error());
+  }
+}
+
+/* ------------------------------------------------------------ send */
+
+/* Writes this rank's message prefix with sequence number seq to p. */
+static void tx_prefix(ofi_state_t *s, uint32_t seq, char *p) {
+  gin_ofi_prefix_t pre = {GIN_OFI_MAGIC, GIN_OFI_VERSION, 0, s->job->rank, seq};
+  gin_ofi_prefix_encode(&pre, (uint8_t *)p);
+}
+
+/* Writes the prefix and header of x's chunk [done, done + chunk) to p. */
+static void tx_head(ofi_state_t *s, const gin_xfer_t *x, uint32_t seq,
+                    uint64_t done, uint64_t chunk, int last, char *p) {
+  tx_prefix(s, seq, p);
+  gin_tcp_hdr_t h;
+  gin_wire_header(s->job, x, done, chunk, last, &h);
+  gin_tcp_hdr_encode(&h, (uint8_t *)p + GIN_OFI_PREFIX_BYTES);
+}
+
+/* Sends one message of len bytes in msg to p: injected (msg may be on the
+ * caller's stack) or from its send buffer b. GIN_ERR_AGAIN: no room now
+ * (b is back in the pool). */
+static gin_result_t tx_send(ofi_state_t *s, int p, ofi_buf_t *b,
+                            const char *msg, size_t len) {
+  ofi_peer_t *c = &s->peers[p];
+  ssize_t rc = b ? fi_send(s->ep, b->data, len, s->desc, c->addr, &b->ctx)
+                 : fi_inject(s->ep, msg, len, c->addr);
+  if (rc == 0) {
+    if (b) s->tx_busy++;
+    c->tx_seq++;
+    return GIN_SUCCESS;
+  }
+  if (b) {
+    b->next = s->tx_free;
+    s->tx_free = b;
+  }
+  if (rc == -FI_EAGAIN) return GIN_ERR_AGAIN;
+  if (s->closing) return GIN_ERR_REMOTE; /* a goodbye: nobody to tell */
+  return peer_fail(s, p, GIN_ERR_SYSTEM, "%s to rank %d: %s",
+                   b ? "fi_send" : "fi_inject", p, ofi_err(rc));
+}
+
+static gin_result_t ofi_put_locked(ofi_state_t *s, const gin_xfer_t *x) {
+  int p = x->peer, me = s->job->rank;
+  ofi_peer_t *c = &s->peers[p];
+  if (c->err)
+    return GIN_ERROR(c->err, "ofi: rank %d cannot reach rank %d: %s", me, p,
+                     c->msg);
+  if (c->left)
+    return GIN_ERROR(
+        GIN_ERR_REMOTE,
+        "ofi: rank %d has destroyed its communicator (put from rank %d)", p,
+        me);
+  if (!c->use)
+    return GIN_ERROR(GIN_ERR_INTERNAL,
+                     "ofi: rank %d is not an ofi peer of "
+                     "rank %d",
+                     p, me);
+  const char *src = NULL;
+  uint64_t total = 0;
+  if (x->op == GIN_OP_PUT) {
+    src = (const char *)x->src;
+    total = x->bytes;
+  } else if (x->op == GIN_OP_PUT_VALUE && x->bytes <= 8) {
+    src = (const char *)&x->value; /* its low bytes, as ipc copies them */
+    total = x->bytes;
+  } else if (x->op != GIN_OP_SIGNAL) {
+    return GIN_ERROR(GIN_ERR_INTERNAL, "ofi: operation %d of %llu bytes", x->op,
+                     (unsigned long long)x->bytes);
+  }
+  uint64_t done = 0;
+  if (c->cur_active) {
+    if (!gin_wire_xfer_same(&c->cur, x))
+      return GIN_ERROR(
+          GIN_ERR_INTERNAL,
+          "ofi: a new operation to rank %d while one is partly sent", p);
+    done = c->cur_done;
+  }
+  gin_result_t res = GIN_SUCCESS;
+  do {
+    uint64_t chunk =
+        total - done < OFI_PAYLOAD_MAX ? total - done : OFI_PAYLOAD_MAX;
+    size_t len = OFI_HEAD_BYTES + (size_t)chunk;
+    int last = done + chunk == total;
+    if (len <= s->inject &&
+        (x->op != GIN_OP_PUT || gin_arch_device_mem_is_host())) {
+      char msg[OFI_INJECT_MAX];
+      tx_head(s, x, c->tx_seq, done, chunk, last, msg);
+      memcpy(msg + OFI_HEAD_BYTES, src + done, chunk);
+      if ((res = tx_send(s, p, NULL, msg, len)) != GIN_SUCCESS) break;
+      done += chunk;
+      continue;
+    }
+    ofi_buf_t *b = s->tx_free;
+    if (!b) { /* completions give buffers back */
+      cq_drain_keep(s);
+      if (!(b = s->tx_free)) {
+        res = GIN_ERR_AGAIN;
+        break;
+      }
+    }
+    s->tx_free = b->next;
+    b->peer = p;
+    tx_head(s, x, c->tx_seq, done, chunk, last, b->data);
+    if (chunk) {
+      if (x->op == GIN_OP_PUT)
+        res = gin_arch_copy(b->data + OFI_HEAD_BYTES, src + done, chunk);
+      else
+        memcpy(b->data + OFI_HEAD_BYTES, src + done, chunk);
+      if (res != GIN_SUCCESS) {
+        b->next = s->tx_free;
+        s->tx_free = b;
+        return peer_fail(s, p, res, "staging %llu bytes: %s",
+                         (unsigned long long)chunk, gin_last_error());
+      }
+    }
+    if ((res = tx_send(s, p, b, NULL, len)) != GIN_SUCCESS) break;
+    done += chunk;
+  } while (done < total);
+  if (res == GIN_ERR_AGAIN) {
+    cq_drain_keep(s); /* the provider's room comes with its progress */
+    c->cur = *x;
+    c->cur_done = done;
+    c->cur_active = done > 0;
+    return GIN_ERR_AGAIN;
+  }
+  c->cur_active = 0;
+  return res;
+}
+
+static gin_result_t ofi_put(void *state, const gin_xfer_t *x) {
+  ofi_state_t *s = (ofi_state_t *)state;
+  if (x->peer < 0 || x->peer >= s->job->nranks)
+    return GIN_ERROR(GIN_ERR_INTERNAL, "ofi: peer %d out of range", x->peer);
+  if (x->peer == s->job->rank) return gin_wire_self_put(s->job, x);
+  pthread_mutex_lock(&s->lock);
+  gin_result_t res = ofi_put_locked(s, x);
+  pthread_mutex_unlock(&s->lock);
+  return res;
+}
+
+/* Sources are copied into send buffers as put starts them: nothing to
+ * finish. */
+static gin_result_t ofi_flush(void *state) {
+  (void)state;
+  return GIN_SUCCESS;
+}
+
+static gin_result_t ofi_progress(void *state) {
+  ofi_state_t *s = (ofi_state_t *)state;
+  if (s->npeers == 0 || pthread_mutex_trylock(&s->lock) != 0)
+    return GIN_SUCCESS; /* another thread is progressing */
+  gin_result_t res = cq_drain(s), r;
+  if (s->pend_res != GIN_SUCCESS) {
+    r = GIN_ERROR(s->pend_res, "%s", s->pend_msg);
+    s->pend_res = GIN_SUCCESS;
+    if (res == GIN_SUCCESS) res = r;
+  }
+  if (s->rx_unposted && (r = rx_repost(s)) != GIN_SUCCESS && res == GIN_SUCCESS)
+    res = r;
+  for (int p = 0; s->nstalled > 0 && p < s->job->nranks; p++)
+    if (s->peers[p].stall_ns && (r = rx_drain_held(s, p)) != GIN_SUCCESS &&
+        res == GIN_SUCCESS)
+      res = r;
+  pthread_mutex_unlock(&s->lock);
+  return res;
+}
+
+/* The completion queue's descriptor once libfabric says a wait is safe
+ * (fi_trywait: nothing pending that only progress would find); busy while
+ * a message waits for a window, or where the queue has no descriptor. */
+static int ofi_wait_fd(void *state) {
+  ofi_state_t *s = (ofi_state_t *)state;
+  if (s->npeers == 0) return -1;
+  if (s->wait_fd < 0 || pthread_mutex_trylock(&s->lock) != 0)
+    return GIN_WAIT_BUSY;
+  struct fid *f = &s->cq->fid;
+  int fd = s->nstalled == 0 && fi_trywait(s->fabric, &f, 1) == FI_SUCCESS
+               ? s->wait_fd
+               : GIN_WAIT_BUSY;
+  pthread_mutex_unlock(&s->lock);
+  return fd;
+}
+
+static uint64_t ofi_traffic(void *state) {
+  return __atomic_load_n(&((ofi_state_t *)state)->traffic, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------ setup */
+
+static void ofi_close(struct fid *f) {
+  if (f) fi_close(f);
+}
+
+/* Says goodbye to every peer and waits, bounded, for the sends in flight;
+ * then closes everything. */
+static void ofi_fini(void *state) {
+  ofi_state_t *s = (ofi_state_t *)state;
+  if (!s) return;
+  int n = s->job->nranks;
+  s->closing = 1;
+  /* Goodbyes go where messages went before: a first message opens a
+   * connection (tcp;ofi_rxm), which a peer closing at the same time may
+   * accept after its endpoint closed, leaving it a socket. None once the
+   * communicator aborted: everyone is closing. */
+  if (s->ep && !gin_job_aborted_by(s->job)) {
+    for (int p = 0; p < n; p++) {
+      ofi_peer_t *c = &s->peers[p];
+      if (!c->use || c->err || c->left || (!c->tx_seq && !c->rx_seq)) continue;
+      char msg[OFI_HEAD_BYTES];
+      tx_prefix(s, c->tx_seq, msg);
+      gin_tcp_hdr_t h = {.magic = GIN_TCP_HDR_MAGIC,
+                         .version = GIN_TCP_VERSION,
+                         .op = GIN_TCP_OP_BYE};
+      gin_tcp_hdr_encode(&h, (uint8_t *)msg + GIN_OFI_PREFIX_BYTES);
+      ofi_buf_t *b = s->tx_free;
+      if (b) {
+        s->tx_free = b->next;
+        b->peer = p;
+        memcpy(b->data, msg, sizeof msg);
+      }
+      if (b || sizeof msg <= s->inject) (void)tx_send(s, p, b, msg, sizeof msg);
+    }
+    int64_t ms =
+        s->job->timeout_ms < OFI_FINI_MS ? s->job->timeout_ms : OFI_FINI_MS;
+    uint64_t deadline = gin_now_ns() + (uint64_t)ms * 1000000ull;
+    while (s->tx_busy > 0 && gin_now_ns() < deadline)
+      (void)cq_drain(s);
+    if (s->tx_busy > 0)
+      GIN_INFO(NET, "ofi: rank %d: %d sends still in flight at close",
+               s->job->rank, s->tx_busy);
+  }
+  ofi_close(s->ep ? &s->ep->fid : NULL);
+  ofi_close(s->mr ? &s->mr->fid : NULL);
+  ofi_close(s->av ? &s->av->fid : NULL);
+  ofi_close(s->cq ? &s->cq->fid : NULL);
+  ofi_close(s->domain ? &s->domain->fid : NULL);
+  ofi_close(s->fabric ? &s->fabric->fid : NULL);
+  if (s->info) fi_freeinfo(s->info);
+  for (int p = 0; s->peers && p < n; p++)
+    while (s->peers[p].held) {
+      ofi_held_t *m = s->peers[p].held;
+      s->peers[p].held = m->next;
+      free(m);
+    }
+  gin_arch_staging_free(s->pool);
+  free(s->bufs);
+  free(s->peers);
+  free(s->use);
+  pthread_mutex_destroy(&s->lock);
+  free(s);
+}
+
+/* The hints gin needs; with `ordered` the send-after-send ordering too. */
+static struct fi_info *ofi_hints(int ordered) {
+  struct fi_info *h = fi_allocinfo();
+  if (!h) return NULL;
+  h->ep_attr->type = FI_EP_RDM;
+  h->caps = FI_MSG;
+  h->mode = FI_CONTEXT | FI_CONTEXT2;
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+                            FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+  h->domain_attr->threading = FI_THREAD_DOMAIN;
+  /* Queues sized to what the transport keeps in flight: the providers'
+   * defaults (2048 entries, each with its buffer in tcp;ofi_rxm) cost
+   * 150 MB a process. */
+  h->tx_attr->size = OFI_QUEUE;
+  h->rx_attr->size = OFI_QUEUE;
+  if (ordered) {
+    h->tx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->msg_order = FI_ORDER_SAS;
+  }
+  const char *prov = param_ofi_provider();
+  if (prov[0]) h->fabric_attr->prov_name = strdup(prov);
+  return h;
+}
+
+/* The provider to use, or a message naming what is missing. */
+static gin_result_t ofi_pick(ofi_state_t *s) {
+  const char *prov = param_ofi_provider();
+  const char *which = prov[0] ? prov : "any provider";
+  struct fi_info *h = ofi_hints(1);
+  if (!h) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: hints");
+  int rc = fi_getinfo(OFI_API, NULL, NULL, 0, h, &s->info);
+  fi_freeinfo(h);
+  if (rc == 0) return GIN_SUCCESS;
+  /* Say what is missing: the ordering, or the endpoint itself. */
+  struct fi_info *h2 = ofi_hints(0), *got = NULL;
+  int rc2 = h2 ? fi_getinfo(OFI_API, NULL, NULL, 0, h2, &got) : -FI_ENOMEM;
+  if (h2) fi_freeinfo(h2);
+  if (got) fi_freeinfo(got);
+  if (rc2 == 0)
+    return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                     "ofi: %s (GIN_OFI_PROVIDER, FI_PROVIDER) lacks "
+                     "send-after-send ordering (FI_ORDER_SAS), which gin's "
+                     "signals need",
+                     which);
+  return GIN_ERROR(GIN_ERR_UNSUPPORTED,
+                   "ofi: %s (GIN_OFI_PROVIDER, FI_PROVIDER) has no reliable "
+                   "datagram endpoint with messages (FI_EP_RDM, FI_MSG): "
+                   "fi_getinfo: %s",
+                   which, fi_strerror(-rc));
+}
+
+/* Opens the fabric, domain, completion queue, address vector and
+ * endpoint, registers and posts the pool; the endpoint's name in name. */
+static gin_result_t ofi_open(ofi_state_t *s, char *name, size_t *name_len) {
+  int rank = s->job->rank;
+  struct fi_info *fi = s->info;
+  int rc;
+#define OFI_TRY(call, what)                                                    \
+  do {                                                                         \
+    if ((rc = (call)) != 0)                                                    \
+      return GIN_ERROR(GIN_ERR_SYSTEM, "ofi: rank %d: %s (provider %s): %s",   \
+                       rank, what, fi->fabric_attr->prov_name,                 \
+                       fi_strerror(-rc));                                      \
+  } while (0)
+  OFI_TRY(fi_fabric(fi->fabric_attr, &s->fabric, NULL), "fi_fabric");
+  OFI_TRY(fi_domain(s->fabric, fi, &s->domain, NULL), "fi_domain");
+  struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA,
+                           .wait_obj = FI_WAIT_FD,
+                           .size = OFI_TX_BUFS + OFI_RX_BUFS + 64};
+  if (fi_cq_open(s->domain, &cqa, &s->cq, NULL) != 0) {
+    cqa.wait_obj = FI_WAIT_NONE; /* then the proxy polls */
+    OFI_TRY(fi_cq_open(s->domain, &cqa, &s->cq, NULL), "fi_cq_open");
+  } else if (fi_control(&s->cq->fid, FI_GETWAIT, &s->wait_fd) != 0) {
+    s->wait_fd = -1;
+  }
+  struct fi_av_attr ava = {.type = FI_AV_TABLE};
+  OFI_TRY(fi_av_open(s->domain, &ava, &s->av, NULL), "fi_av_open");
+  OFI_TRY(fi_endpoint(s->domain, fi, &s->ep, NULL), "fi_endpoint");
+  OFI_TRY(fi_ep_bind(s->ep, &s->av->fid, 0), "fi_ep_bind (address vector)");
+  OFI_TRY(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV),
+          "fi_ep_bind (completion queue)");
+  OFI_TRY(fi_enable(s->ep), "fi_enable");
+  size_t pool_bytes = (size_t)(OFI_TX_BUFS + OFI_RX_BUFS) * OFI_MSG_BYTES;
+  if (gin_arch_staging_alloc(pool_bytes, (void **)&s->pool) != GIN_SUCCESS)
+    return GIN_ERROR(GIN_ERR_NOMEM, "ofi: rank %d: %zu bytes of buffers", rank,
+                     pool_bytes);
+  if (fi->domain_attr->mr_mode & FI_MR_LOCAL) {
+    OFI_TRY(fi_mr_reg(s->domain, s->pool, pool_bytes, FI_SEND | FI_RECV, 0, 0,
+                      0, &s->mr, NULL),
+            "fi_mr_reg (buffers)");
+    if (fi->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+      OFI_TRY(fi_mr_bind(s->mr, &s->ep->fid, 0), "fi_mr_bind");
+      OFI_TRY(fi_mr_enable(s->mr), "fi_mr_enable");
+    }
+    s->desc = fi_mr_desc(s->mr);
+  }
+  s->bufs = (ofi_buf_t *)calloc(OFI_TX_BUFS + OFI_RX_BUFS, sizeof *s->bufs);
+  if (!s->bufs) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: buffer table");
+  for (int i = 0; i < OFI_TX_BUFS + OFI_RX_BUFS; i++) {
+    ofi_buf_t *b = &s->bufs[i];
+    b->data = s->pool + (size_t)i * OFI_MSG_BYTES;
+    b->kind = i < OFI_TX_BUFS ? OFI_TX : OFI_RX;
+    if (b->kind == OFI_TX) {
+      b->next = s->tx_free;
+      s->tx_free = b;
+    } else {
+      GIN_CHECK(rx_post(s, b));
+    }
+  }
+  /* Injected messages are copied by the provider at once: only where the
+   * source is host memory. */
+  s->inject = fi->tx_attr->inject_size < OFI_INJECT_MAX
+                  ? fi->tx_attr->inject_size
+                  : OFI_INJECT_MAX;
+  *name_len = GIN_OFI_NAME_MAX;
+  OFI_TRY(fi_getname(&s->ep->fid, name, name_len), "fi_getname");
+  return GIN_SUCCESS;
+#undef OFI_TRY
+}
+
+static gin_result_t ofi_init(const gin_job_t *job, const uint8_t *use,
+                             void **state_out) {
+  int n = job->nranks;
+  size_t esz = gin_ofi_entry_bytes(n);
+  ofi_state_t *s = (ofi_state_t *)calloc(1, sizeof *s);
+  uint8_t *all = (uint8_t *)calloc((size_t)n, esz);
+  ofi_peer_t *peers = (ofi_peer_t *)calloc((size_t)n, sizeof *peers);
+  uint8_t *mine = (uint8_t *)calloc((size_t)n, 1);
+  if (!s || !all || !peers || !mine) {
+    free(s);
+    free(all);
+    free(peers);
+    free(mine);
+    return GIN_ERROR(GIN_ERR_NOMEM, "ofi: state for %d ranks", n);
+  }
+  pthread_mutex_init(&s->lock, NULL);
+  s->job = job;
+  s->peers = peers;
+  s->use = mine;
+  s->wait_fd = -1;
+  for (int r = 0; r < n; r++) {
+    mine[r] = use[r] && r != job->rank;
+    peers[r].use = mine[r];
+    peers[r].addr = FI_ADDR_NOTAVAIL;
+    s->npeers += mine[r];
+  }
+  uint64_t start = gin_now_ns();
+  gin_result_t res = GIN_SUCCESS, local = GIN_SUCCESS;
+  char name[GIN_OFI_NAME_MAX], why[192];
+  size_t name_len = 0;
+  if (s->npeers) {
+    local = ofi_pick(s);
+    if (local == GIN_SUCCESS) local = ofi_open(s, name, &name_len);
+  }
+  /* Every rank sends its entry, also one that failed, so all fail
+   * together. */
+  gin_ofi_entry_encode(local, name, local == GIN_SUCCESS ? name_len : 0, mine,
+                       n, all + (size_t)job->rank * esz);
+  GIN_CHECK_GOTO(job->allgather(job->owner, all, esz), res, fail);
+  GIN_CHECK_GOTO(local, res, fail);
+  if ((res = gin_ofi_entries_check(all, (size_t)n * esz, n, why, sizeof why)) !=
+      GIN_SUCCESS) {
+    res = GIN_ERROR(res, "ofi: %s", why);
+    goto fail;
+  }
+  for (int r = 0; r < n; r++) {
+    if (!mine[r]) continue;
+    size_t len;
+    const uint8_t *peer_name = gin_ofi_entry_name(all, n, r, &len);
+    if (fi_av_insert(s->av, peer_name, 1, &peers[r].addr, 0, NULL) != 1) {
+      res = GIN_ERROR(GIN_ERR_SYSTEM,
+                      "ofi: rank %d cannot insert rank %d's address (%zu "
+                      "bytes) into its address vector",
+                      job->rank, r, len);
+      goto fail;
+    }
+  }
+  free(all);
+  if (s->npeers)
+    GIN_INFO(NET, "ofi: rank %d: provider %s, %d peers in %.1f ms%s", job->rank,
+             s->info->fabric_attr->prov_name, s->npeers,
+             (double)(gin_now_ns() - start) / 1e6,
+             s->wait_fd < 0 ? " (no wait descriptor: the proxy polls)" : "");
+  *state_out = s;
+  return GIN_SUCCESS;
+fail:
+  free(all);
+  for (int r = 0; r < n; r++)
+    peers[r].left = 1; /* no goodbyes */
+  ofi_fini(s);
+  return res;
+}
+
+const gin_transport_ops_t gin_transport_ofi = {
+    .size = sizeof(gin_transport_ops_t),
+    .name = "ofi",
+    .init = ofi_init,
+    .put = ofi_put,
+    .flush = ofi_flush,
+    .progress = ofi_progress,
+    .fini = ofi_fini,
+    .traffic = ofi_traffic,
+    .wait_fd = ofi_wait_fd,
+};
