@@ -5,9 +5,10 @@
 # sources this, then calls gpu_begin (or sets OUT, LOGS, SUMMARY and T0
 # itself) and the functions below from the repository root.
 #
-# Counters: fails, skipped (steps that failed, steps not run).
+# Counters: fails, skipped (steps that failed, steps not run),
+# unselected (steps STEPS left out).
 
-fails=0 skipped=0 step_t0=$SECONDS
+fails=0 skipped=0 unselected=0 step_t0=$SECONDS
 GIN_ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # gpu_begin DEFAULT_OUT: OUT (default ./DEFAULT_OUT, made absolute), LOGS
@@ -29,11 +30,17 @@ JOBS=${JOBS:-$(nproc)}
 say() { echo "== $*" | tee -a "$SUMMARY"; }
 
 # bounded NAME COMMAND...: runs it under timeout within the budget, its
-# output in $LOGS/NAME.log; returns its exit status, or 75 without
-# running it once the budget is spent.
+# output in $LOGS/NAME.log; returns its exit status, 75 without running
+# it once the budget is spent, or 76 without running it when STEPS (an
+# extended regular expression) is set and does not match all of NAME
+# (STEPS='ep_.*|memcheck_2' re-runs those steps of a run).
 bounded() {
   local name=$1
   shift
+  if [ -n "${STEPS:-}" ] && ! [[ $name =~ ^($STEPS)$ ]]; then
+    unselected=$((unselected + 1))
+    return 76
+  fi
   local left=$((BUDGET - (SECONDS - T0)))
   [ "$left" -lt 15 ] && return 75
   local lim=$((left < LIMIT ? left : LIMIT))
@@ -42,12 +49,13 @@ bounded() {
 }
 
 # judge NAME STATUS: one summary line; 0 passes, 77 (the tests' "skip")
-# and 75 (budget spent) count as skipped, anything else fails, with the
-# tail of the log. Returns STATUS.
+# and 75 (budget spent) count as skipped, 76 (not in STEPS) says nothing,
+# anything else fails, with the tail of the log. Returns STATUS.
 judge() {
   local name=$1 rc=$2
   case $rc in
   0) say "$name: ok ($((SECONDS - step_t0)) s)" ;;
+  76) ;;
   75)
     say "$name: skipped (the budget of $BUDGET s is spent)"
     skipped=$((skipped + 1))
@@ -149,7 +157,9 @@ finish() {
   local verdict=OK
   [ "$fails" -eq 0 ] && [ "$skipped" -eq 0 ] || verdict=FAILED
   [ "$fails" -eq 0 ] && [ "$skipped" -gt 0 ] && verdict="FAILED (steps skipped)"
-  say "done $(date -u +%FT%TZ): $fails failed, $skipped skipped, $((SECONDS - T0)) s"
+  local sel=""
+  [ "$unselected" -gt 0 ] && sel=", $unselected not in STEPS=$STEPS"
+  say "done $(date -u +%FT%TZ): $fails failed, $skipped skipped$sel, $((SECONDS - T0)) s"
   tar -C "$OUT" -czf "$OUT/logs.tgz" "$(basename "$LOGS")" && rm -rf "$LOGS"
   echo "$verdict" | tee -a "$SUMMARY"
   [ "$verdict" = OK ]

@@ -411,13 +411,16 @@ static int mps_start(ginrun_mps_t *m, char *why, size_t len) {
   return -1;
 }
 
+/* No program of a build without the cuda target runs on a GPU. */
+#ifdef GIN_BUILT_CUDA
+#define MPS_CUDA_BUILT 1
+#else
+#define MPS_CUDA_BUILT 0
+#endif
+
 void ginrun_mps_begin(ginrun_mps_t *m, int nranks) {
   memset(m, 0, sizeof *m);
-#ifndef GIN_BUILT_CUDA
-  (void)nranks;
-  return; /* no program of this build runs on a GPU */
-#else
-  if (nranks < 2 || mps_setting("GIN_MPS") == 0) return;
+  if (!MPS_CUDA_BUILT || nranks < 2 || mps_setting("GIN_MPS") == 0) return;
   char prohibited[64];
   int gpus = mps_gpus(prohibited, sizeof prohibited);
   if (gpus < 1) return;
@@ -445,7 +448,6 @@ void ginrun_mps_begin(ginrun_mps_t *m, int nranks) {
           "on the GPU by time slice, so each exchange between them takes "
           "milliseconds instead of microseconds\n",
           nranks, used, used == 1 ? "" : "s", why);
-#endif
 }
 
 int ginrun_mps_vars(const ginrun_mps_t *m, char **vars) {

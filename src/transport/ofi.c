@@ -69,7 +69,13 @@ GIN_PARAM_STR(param_ofi_provider, "OFI_PROVIDER", "",
  * the first seconds of the 4-rank EP soak (8 KiB: 10 MB). */
 #define OFI_MSG_BYTES (8u << 10)
 #define OFI_PAYLOAD_MAX (OFI_MSG_BYTES - OFI_HEAD_BYTES)
-#define OFI_TX_BUFS 64 /* send buffers */
+/* Send buffers: OFI_TX_PEER for each peer, at most OFI_TX_MAX in all, and
+ * no peer holds more than OFI_TX_PEER in flight: a peer that stops taking
+ * (SIGSTOP, a full queue) then holds up puts to itself only, and the
+ * proxy's wait names it (with one pool for all, a stopped peer's sends
+ * took every buffer and a put to another peer was reported stuck). */
+#define OFI_TX_PEER 16
+#define OFI_TX_MAX 512
 #define OFI_RX_BUFS 64 /* receive buffers kept posted */
 #define OFI_QUEUE 256  /* provider send and receive queue entries */
 #define OFI_CQ_BATCH 16
@@ -103,11 +109,13 @@ typedef struct ofi_peer {
   int left;         /* it said goodbye */
   gin_result_t err; /* failed: why in msg */
   char msg[224];
-  uint32_t tx_seq;   /* next message to it */
-  uint32_t rx_seq;   /* next message from it to apply */
-  ofi_held_t *held;  /* messages from it ahead of rx_seq, by sequence */
-  uint64_t stall_ns; /* since when the message at rx_seq waits for a window */
-  int cur_active;    /* a put partly sent (it returned GIN_ERR_AGAIN) */
+  uint32_t tx_seq;     /* next message to it */
+  int tx_busy;         /* its sends in flight, from buffers */
+  uint32_t rx_seq;     /* next message from it to apply */
+  ofi_held_t *held;    /* messages from it ahead of rx_seq, by sequence */
+  uint64_t stall_ns;   /* since when the message at rx_seq waits for a window */
+  int cur_active;      /* a put partly sent (it returned GIN_ERR_AGAIN) */
+  pthread_t cur_owner; /* the proxy thread that started it */
   gin_xfer_t cur;
   uint64_t cur_done;
 } ofi_peer_t;
@@ -125,7 +133,8 @@ typedef struct ofi_state {
   void *desc;  /* the pool's descriptor where the provider wants one */
   int wait_fd; /* the completion queue's, or -1 */
   char *pool;
-  ofi_buf_t *bufs; /* OFI_TX_BUFS send, then OFI_RX_BUFS receive */
+  int ntx;         /* send buffers */
+  ofi_buf_t *bufs; /* ntx send, then OFI_RX_BUFS receive */
   ofi_buf_t *tx_free;
   ofi_buf_t *rx_unposted; /* receive buffers the provider had no room for */
   int tx_busy;            /* sends in flight */
@@ -345,6 +354,7 @@ static gin_result_t cq_drain(ofi_state_t *s) {
                fi_cq_strerror(s->cq, e.prov_errno, e.err_data, NULL, 0));
       if (b && b->kind == OFI_TX) {
         s->tx_busy--;
+        s->peers[b->peer].tx_busy--;
         b->next = s->tx_free;
         s->tx_free = b;
         if (s->closing) continue; /* a goodbye to a peer already gone */
@@ -371,6 +381,7 @@ static gin_result_t cq_drain(ofi_state_t *s) {
       if (!b) continue;
       if (b->kind == OFI_TX) {
         s->tx_busy--;
+        s->peers[b->peer].tx_busy--;
         b->next = s->tx_free;
         s->tx_free = b;
         continue;
@@ -421,7 +432,10 @@ static gin_result_t tx_send(ofi_state_t *s, int p, ofi_buf_t *b,
   ssize_t rc = b ? fi_send(s->ep, b->data, len, s->desc, c->addr, &b->ctx)
                  : fi_inject(s->ep, msg, len, c->addr);
   if (rc == 0) {
-    if (b) s->tx_busy++;
+    if (b) {
+      s->tx_busy++;
+      c->tx_busy++;
+    }
     c->tx_seq++;
     return GIN_SUCCESS;
   }
@@ -465,6 +479,9 @@ static gin_result_t ofi_put_locked(ofi_state_t *s, const gin_xfer_t *x) {
   }
   uint64_t done = 0;
   if (c->cur_active) {
+    /* Operations of other threads (other contexts: not ordered with it)
+     * wait until the thread that started it has finished it. */
+    if (!pthread_equal(c->cur_owner, pthread_self())) return GIN_ERR_AGAIN;
     if (!gin_wire_xfer_same(&c->cur, x))
       return GIN_ERROR(
           GIN_ERR_INTERNAL,
@@ -481,15 +498,15 @@ static gin_result_t ofi_put_locked(ofi_state_t *s, const gin_xfer_t *x) {
         (x->op != GIN_OP_PUT || gin_arch_device_mem_is_host())) {
       char msg[OFI_INJECT_MAX];
       tx_head(s, x, c->tx_seq, done, chunk, last, msg);
-      memcpy(msg + OFI_HEAD_BYTES, src + done, chunk);
+      if (chunk) memcpy(msg + OFI_HEAD_BYTES, src + done, chunk);
       if ((res = tx_send(s, p, NULL, msg, len)) != GIN_SUCCESS) break;
       done += chunk;
       continue;
     }
-    ofi_buf_t *b = s->tx_free;
+    ofi_buf_t *b = c->tx_busy < OFI_TX_PEER ? s->tx_free : NULL;
     if (!b) { /* completions give buffers back */
       cq_drain_keep(s);
-      if (!(b = s->tx_free)) {
+      if (c->tx_busy >= OFI_TX_PEER || !(b = s->tx_free)) {
         res = GIN_ERR_AGAIN;
         break;
       }
@@ -517,6 +534,7 @@ static gin_result_t ofi_put_locked(ofi_state_t *s, const gin_xfer_t *x) {
     c->cur = *x;
     c->cur_done = done;
     c->cur_active = done > 0;
+    c->cur_owner = pthread_self();
     return GIN_ERR_AGAIN;
   }
   c->cur_active = 0;
@@ -670,8 +688,23 @@ static struct fi_info *ofi_hints(int ordered) {
   return h;
 }
 
+/* Provider defaults gin sets for its process where the user has not,
+ * before libfabric first reads them (its first fi_getinfo; a process that
+ * used libfabric before keeps what it had). tcp;ofi_rxm's shared receive
+ * pool: 4096 bounce buffers of 16 KiB an endpoint by default, 64 MB that
+ * cost each communicator's init 25 ms and that the first messages touch
+ * page by page; the transport keeps at most OFI_TX_PEER messages in
+ * flight to a peer and posts OFI_RX_BUFS receives, which 512 cover for
+ * 32 peers at once (8 MB, 9 ms). */
+static void ofi_env_defaults(void) {
+  if (!getenv("FI_OFI_RXM_MSG_RX_SIZE"))
+    setenv("FI_OFI_RXM_MSG_RX_SIZE", "512", 0);
+}
+static pthread_once_t ofi_env_once = PTHREAD_ONCE_INIT;
+
 /* The provider to use, or a message naming what is missing. */
 static gin_result_t ofi_pick(ofi_state_t *s) {
+  pthread_once(&ofi_env_once, ofi_env_defaults);
   const char *prov = param_ofi_provider();
   const char *which = prov[0] ? prov : "any provider";
   struct fi_info *h = ofi_hints(1);
@@ -714,7 +747,7 @@ static gin_result_t ofi_open(ofi_state_t *s, char *name, size_t *name_len) {
   OFI_TRY(fi_domain(s->fabric, fi, &s->domain, NULL), "fi_domain");
   struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA,
                            .wait_obj = FI_WAIT_FD,
-                           .size = OFI_TX_BUFS + OFI_RX_BUFS + 64};
+                           .size = (size_t)s->ntx + OFI_RX_BUFS + 64};
   if (fi_cq_open(s->domain, &cqa, &s->cq, NULL) != 0) {
     cqa.wait_obj = FI_WAIT_NONE; /* then the proxy polls */
     OFI_TRY(fi_cq_open(s->domain, &cqa, &s->cq, NULL), "fi_cq_open");
@@ -728,7 +761,7 @@ static gin_result_t ofi_open(ofi_state_t *s, char *name, size_t *name_len) {
   OFI_TRY(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV),
           "fi_ep_bind (completion queue)");
   OFI_TRY(fi_enable(s->ep), "fi_enable");
-  size_t pool_bytes = (size_t)(OFI_TX_BUFS + OFI_RX_BUFS) * OFI_MSG_BYTES;
+  size_t pool_bytes = (size_t)(s->ntx + OFI_RX_BUFS) * OFI_MSG_BYTES;
   if (gin_arch_staging_alloc(pool_bytes, (void **)&s->pool) != GIN_SUCCESS)
     return GIN_ERROR(GIN_ERR_NOMEM, "ofi: rank %d: %zu bytes of buffers", rank,
                      pool_bytes);
@@ -742,12 +775,12 @@ static gin_result_t ofi_open(ofi_state_t *s, char *name, size_t *name_len) {
     }
     s->desc = fi_mr_desc(s->mr);
   }
-  s->bufs = (ofi_buf_t *)calloc(OFI_TX_BUFS + OFI_RX_BUFS, sizeof *s->bufs);
+  s->bufs = (ofi_buf_t *)calloc((size_t)s->ntx + OFI_RX_BUFS, sizeof *s->bufs);
   if (!s->bufs) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: buffer table");
-  for (int i = 0; i < OFI_TX_BUFS + OFI_RX_BUFS; i++) {
+  for (int i = 0; i < s->ntx + OFI_RX_BUFS; i++) {
     ofi_buf_t *b = &s->bufs[i];
     b->data = s->pool + (size_t)i * OFI_MSG_BYTES;
-    b->kind = i < OFI_TX_BUFS ? OFI_TX : OFI_RX;
+    b->kind = i < s->ntx ? OFI_TX : OFI_RX;
     if (b->kind == OFI_TX) {
       b->next = s->tx_free;
       s->tx_free = b;
@@ -792,6 +825,8 @@ static gin_result_t ofi_init(const gin_job_t *job, const uint8_t *use,
     peers[r].addr = FI_ADDR_NOTAVAIL;
     s->npeers += mine[r];
   }
+  s->ntx = s->npeers * OFI_TX_PEER < OFI_TX_MAX ? s->npeers * OFI_TX_PEER
+                                                : OFI_TX_MAX;
   uint64_t start = gin_now_ns();
   gin_result_t res = GIN_SUCCESS, local = GIN_SUCCESS;
   char name[GIN_OFI_NAME_MAX], why[192];

@@ -128,8 +128,9 @@ typedef struct tcp_conn {
   uint64_t tx_sent;
   tcp_ref_t *refs; /* [TCP_REFS] */
   unsigned ref_head, nrefs;
-  int ref_listed; /* in the state's list of peers with refs */
-  int cur_active; /* a put partly queued (it returned GIN_ERR_AGAIN) */
+  int ref_listed;      /* in the state's list of peers with refs */
+  int cur_active;      /* a put partly queued (it returned GIN_ERR_AGAIN) */
+  pthread_t cur_owner; /* the proxy thread that started it */
   gin_xfer_t cur;
   uint64_t cur_done;
   /* receive side */
@@ -356,6 +357,9 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
     by_ref = 0;
   uint64_t done = 0;
   if (c->cur_active) {
+    /* Operations of other threads (other contexts: not ordered with it)
+     * wait until the thread that started it has finished it. */
+    if (!pthread_equal(c->cur_owner, pthread_self())) return GIN_ERR_AGAIN;
     if (!gin_wire_xfer_same(&c->cur, x))
       return GIN_ERROR(
           GIN_ERR_INTERNAL,
@@ -373,6 +377,7 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
       c->cur = *x;
       c->cur_done = done;
       c->cur_active = done > 0;
+      c->cur_owner = pthread_self();
       return GIN_ERR_AGAIN;
     }
     if (chunk > room - GIN_TCP_HDR_BYTES) chunk = room - GIN_TCP_HDR_BYTES;
