@@ -6,11 +6,11 @@
 #
 #   scripts/nvshmem-compare.sh [OUT_DIR]        (default ./nvshmem-out)
 #
-# 1. Builds $BUILD (default build-nvshmem): the cuda target with
-#    -DGIN_DEVICE_CHECKS=OFF (device-side argument checks off, as
-#    benchmarks run) and -DGIN_NVSHMEM=ON (no NVSHMEM: CMake says so and
-#    this stops); targets ginrun, gin_perf_cuda, nvshmem_perf. NO_BUILD=1
-#    uses $BUILD as it is.
+# 1. Builds $BUILD (default build-nvshmem): the cuda target as users get
+#    it (device-side argument checks on; CHECKS=OFF compiles them out)
+#    with -DGIN_NVSHMEM=ON (no NVSHMEM: CMake says so and this stops);
+#    targets ginrun, gin_perf_cuda, nvshmem_perf. NO_BUILD=1 uses $BUILD
+#    as it is.
 # 2. Starts one MPS daemon (pipe and log directories under /tmp); it is
 #    stopped on exit, failed or not.
 # 3. For each test, gin_perf_cuda then nvshmem_perf, each under
@@ -22,7 +22,7 @@
 #    and in OUT_DIR/nvshmem-compare.md, OUT_DIR/nvshmem-compare.csv, and
 #    with matplotlib nvshmem-latency.png and nvshmem-bandwidth.png.
 #
-# Settings (environment): BUILD, NO_BUILD, JOBS; COMMON (default
+# Settings (environment): BUILD, NO_BUILD, JOBS, CHECKS (ON); COMMON (default
 # "-n 1000 -w 100 --reps 5 --launches 3": three kernels per round-trip
 # size, medians of theirs, on both sides; gin-perf also launches a raw
 # floor kernel before each of its own, nvshmem_perf launches back to
@@ -38,6 +38,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd) || exit 1
 cd "$ROOT" || exit 1
 BUILD=${BUILD:-build-nvshmem}
 JOBS=${JOBS:-$(nproc)}
+CHECKS=${CHECKS:-ON}
 COMMON=${COMMON:--n 1000 -w 100 --reps 5 --launches 3}
 PP_SIZES=${PP_SIZES:--b 8 -e 1048576 -f 2}
 BW_SIZES=${BW_SIZES:--b 4096 -e 67108864 -f 4}
@@ -58,8 +59,8 @@ SUMMARY=$OUT/summary.txt
 . "$ROOT/scripts/gpu-lib.sh"
 
 if [ "${NO_BUILD:-0}" != 1 ]; then
-  say "build $BUILD (device checks off, NVSHMEM on)"
-  if ! { cmake -S . -B "$BUILD" -DGIN_CUDA=ON -DGIN_DEVICE_CHECKS=OFF \
+  say "build $BUILD (device checks $CHECKS, NVSHMEM on)"
+  if ! { cmake -S . -B "$BUILD" -DGIN_CUDA=ON -DGIN_DEVICE_CHECKS="$CHECKS" \
            -DGIN_NVSHMEM=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
          cmake --build "$BUILD" -j "$JOBS" --target ginrun gin_perf_cuda nvshmem_perf
        } >"$OUT/build.log" 2>&1; then

@@ -199,6 +199,7 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
            w->gen, size, ptr);
   win_out->idx = slot;
   win_out->gen = w->gen;
+  win_out->size = size;
   win_out->local = w->bases[c->rank];
   for (int i = 0; i < GIN_INLINE_PEERS; i++)
     win_out->peer[i] = i < c->nranks ? w->bases[i] : NULL;

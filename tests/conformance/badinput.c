@@ -36,6 +36,7 @@ enum {
   C_RANGE,
   C_WINDOW,
   C_DEREG,
+  C_DEREG_SRC,
   C_SIGNAL,
   C_COUNTER,
   C_CONTEXT,
@@ -48,6 +49,7 @@ static const char *case_names[C_NCASES] = {"bad peer",
                                            "offset+size past window",
                                            "stale window handle",
                                            "deregistered window",
+                                           "deregistered source window",
                                            "signal id out of range",
                                            "counter id out of range",
                                            "context out of range",
@@ -57,6 +59,7 @@ static const char *case_names[C_NCASES] = {"bad peer",
 /* What the failing rank's message must contain. */
 static const char *case_words[C_NCASES] = {"outside team",
                                            "outside window",
+                                           "not a registered window",
                                            "not a registered window",
                                            "not a registered window",
                                            "signal 64 outside",
@@ -71,18 +74,22 @@ static const char *proxy_words[C_NCASES] = {
     "destination offset 4088 + 16 bytes is outside window",
     "destination window",
     "destination window",
+    "source window",
     "signal 64 (action 1) outside [0, 64)",
     "counter 9999 (action 1) outside",
     NULL,
     NULL,
     "timed out",
     "aborted by rank"};
-/* The rank whose call fails; the others see the abort it causes. */
-static const int case_rank[C_NCASES] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
+/* The rank whose call fails; the others see the abort it causes. INC/ADD
+ * mixing fails at the sender (rank 0) where it reaches the target by
+ * load/store, at the target's wait (rank 1) where the update is proxied
+ * (device_case). */
+static const int case_rank[C_NCASES] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
 static const gin_result_t case_codes[C_NCASES] = {
     GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID,
     GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID,
-    GIN_ERR_TIMEOUT, GIN_ERR_ABORTED};
+    GIN_ERR_INVALID, GIN_ERR_TIMEOUT, GIN_ERR_ABORTED};
 
 typedef struct args {
   gin_devcomm_t dc;
@@ -117,6 +124,10 @@ GIN_KERNEL(k_bad, args_t) {
       rc = gin_put(dc, 0, world, peer, args.stale, 0, args.win, 0, 8,
                    gin_remote_none(), gin_local_none(), c);
       break;
+    case C_DEREG_SRC: /* its memory still allocated (device_case) */
+      rc = gin_put(dc, 0, world, peer, args.win, 0, args.stale, 0, 8,
+                   gin_remote_signal_inc(0), gin_local_none(), c);
+      break;
     case C_SIGNAL:
       rc = gin_put(dc, 0, world, peer, args.win, 0, args.win, 0, 8,
                    gin_remote_signal_inc(64), gin_local_none(), c);
@@ -129,7 +140,7 @@ GIN_KERNEL(k_bad, args_t) {
       rc = gin_put(dc, 99, world, peer, args.win, 0, args.win, 0, 8,
                    gin_remote_none(), gin_local_none(), c);
       break;
-    case C_MIX: /* the target's wait finds both kinds */
+    case C_MIX: /* the second update or the target's wait finds both */
       rc = gin_signal(dc, 0, world, peer, gin_remote_signal_inc(3), c);
       if (rc == GIN_SUCCESS)
         rc = gin_signal(dc, 0, world, peer, gin_remote_signal_add(3, 5), c);
@@ -223,13 +234,16 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   a.which = which;
   a.flush = !no_flush;
   a.rc_out = rc_dev;
-  if (which == C_DEREG) {
-    void *m2 = NULL;
+  void *m2 = NULL;
+  if (which == C_DEREG || which == C_DEREG_SRC) {
     TCHECK(gin_mem_alloc(WIN, &m2));
     gin_window_t w2;
     TCHECK(gin_window_register(s.comm, m2, WIN, &w2));
     TCHECK(gin_window_deregister(s.comm, w2));
-    TCHECK(gin_mem_free(m2));
+    if (which == C_DEREG) { /* a destination: its memory may go */
+      TCHECK(gin_mem_free(m2));
+      m2 = NULL;
+    }
     a.stale = w2;
   }
   pthread_t th;
@@ -243,6 +257,13 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   if (which == C_ABORT && rank == 0) pthread_join(th, NULL);
   TCHECK(lrc);
   int fr = case_rank[which];
+  if (which == C_MIX) { /* by rank 0's path to rank 1 */
+    int path = -1, *paths = (int *)calloc((size_t)nranks, sizeof(int));
+    if (rank == 0) TCHECK(gin_comm_peer_path(s.comm, 1, &path));
+    TCHECK(gin_comm_allgather(world, &path, paths, sizeof(int)));
+    fr = (paths[0] & ~GIN_PATH_NEAR) == GIN_PATH_PROXY ? 1 : 0;
+    free(paths);
+  }
   /* The failing rank asks first, right after its kernel ended; the others
    * after the barrier, by when its abort has reached them. */
   gin_result_t async = GIN_SUCCESS;
@@ -303,6 +324,7 @@ static int device_case(gin_comm_t world, int rank, int nranks, int which) {
   gin_window_t w;
   if (gin_window_register(s.comm, s.mem, WIN, &w) == GIN_SUCCESS) fails++;
   TCHECK(gin_mem_free(rc_dev));
+  if (m2) TCHECK(gin_mem_free(m2));
   sub_fini(&s);
   TCHECK(gin_comm_barrier(world));
   return fails;

@@ -42,8 +42,10 @@
 #include "gin/device/types.h"
 
 /* A signal is used either with INC or with ADD between two resets. Each
- * update marks its kind at the target (checks builds); a wait on a signal
- * that saw both kinds fails with GIN_ERR_INVALID at the target. */
+ * update marks its kind at the target (checks builds): the direct update
+ * that finds the other kind marked fails with GIN_ERR_INVALID at its
+ * sender (once it is out); where proxied updates are marked, a wait on a
+ * signal that saw both kinds fails at the target. */
 typedef struct gin_remote {
   int kind;
   int signal;

@@ -17,27 +17,20 @@
 #define GIN_DEV_CHECKS_ON 1
 #endif
 
-/* Marks this rank's communicator aborted by `who` (1 + rank), and every
- * load/store peer's too, so their waits stop instead of timing out. */
-GIN_DEVICE_FN void gin_dev_abort_(const gin_devcomm_t *dc) {
-  uint32_t who = (uint32_t)dc->rank + 1;
-  gin_cas_u32(dc->gate, 0, 1); /* this rank's direct writes stop at once */
-  gin_cas_u32((uint32_t *)&dc->ctrl->abort, 0, who);
-  for (int r = 0; r < dc->nranks; r++) {
-    gin_ctrl_t *pc = dc->peer_ctrl[r];
-    if (pc && r != dc->rank) gin_cas_u32((uint32_t *)&pc->abort, 0, who);
-  }
-}
-
-/* Records the first error of this rank (later ones are dropped), aborts,
- * and returns `code`. */
-GIN_DEVICE_FN int gin_dev_fail_(const gin_devcomm_t *dc, int code, int kind,
-                                int64_t peer, int64_t id, uint64_t expected,
-                                uint64_t seen, uint64_t a0, uint64_t a1) {
-  gin_dev_error_t *e = &dc->ctrl->err;
+/* Records the first error of rank `rank` in its control page (later ones
+ * are dropped) and, unless the error is the abort itself, aborts: this
+ * rank's gate shut, its abort word and every load/store peer's set to
+ * 1 + rank, so their waits stop instead of timing out. Out of line, with
+ * the devcomm's fields by value: a kernel parameter's address passed to
+ * a call would make the kernel copy its parameters to local memory. */
+GIN_COLD_FN void gin_dev_record_(gin_ctrl_t *ctrl, gin_ctrl_t *const *peer_ctrl,
+                                 uint32_t *gate, int rank, int nranks, int kind,
+                                 int64_t peer, int64_t id, uint64_t expected,
+                                 uint64_t seen, uint64_t a0, uint64_t a1) {
+  gin_dev_error_t *e = &ctrl->err;
   if (gin_cas_u32(&e->claimed, 0, 1) == 0) {
     e->kind = kind;
-    e->rank = dc->rank;
+    e->rank = rank;
     e->peer = peer;
     e->id = id;
     e->expected = expected;
@@ -47,7 +40,23 @@ GIN_DEVICE_FN int gin_dev_fail_(const gin_devcomm_t *dc, int code, int kind,
     gin_fence_system();
     gin_store_release_u32(&e->ready, 1);
   }
-  if (kind != GIN_DEVERR_ABORTED) gin_dev_abort_(dc);
+  if (kind == GIN_DEVERR_ABORTED) return;
+  uint32_t who = (uint32_t)rank + 1;
+  gin_cas_u32(gate, 0, 1); /* this rank's direct writes stop at once */
+  gin_cas_u32((uint32_t *)&ctrl->abort, 0, who);
+  for (int r = 0; r < nranks; r++) {
+    gin_ctrl_t *pc = peer_ctrl[r];
+    if (pc && r != rank) gin_cas_u32((uint32_t *)&pc->abort, 0, who);
+  }
+}
+
+/* Records the first error of this rank, aborts (gin_dev_record_), and
+ * returns `code`. */
+GIN_DEVICE_FN int gin_dev_fail_(const gin_devcomm_t *dc, int code, int kind,
+                                int64_t peer, int64_t id, uint64_t expected,
+                                uint64_t seen, uint64_t a0, uint64_t a1) {
+  gin_dev_record_(dc->ctrl, dc->peer_ctrl, dc->gate, dc->rank, dc->nranks, kind,
+                  peer, id, expected, seen, a0, a1);
   return code;
 }
 
@@ -67,28 +76,33 @@ GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
   return GIN_SUCCESS;
 }
 
-/* Copies window slot w.idx into *out (read-only loads); records and
- * returns GIN_ERR_INVALID if w is not live. Only the checks read *out:
- * without them this is nothing at all (no table load, no test on a
- * put's way to its source load; gin_dev_base_ takes the bases from the
- * handle, those of ranks >= GIN_INLINE_PEERS from the flat table). */
-GIN_DEVICE_FN int gin_dev_window_(const gin_devcomm_t *dc, gin_window_t w,
-                                  int64_t peer, gin_dev_window_t *out) {
-  if (!GIN_DEV_CHECKS_ON) return GIN_SUCCESS;
-  if (w.idx >= dc->max_windows)
+/* Window handle w's index lies inside the table: a compare with the
+ * devcomm's limit (a kernel parameter), no load. */
+GIN_DEVICE_FN int gin_dev_window_idx_(const gin_devcomm_t *dc, gin_window_t w,
+                                      int64_t peer) {
+  if (GIN_DEV_CHECKS_ON && w.idx >= dc->max_windows)
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, 0);
-  const gin_dev_window_t *dw = &dc->windows[w.idx];
-  out->size = gin_ro_u64(&dw->size);
-  out->gen = gin_ro_u32(&dw->gen);
-  out->live = gin_ro_u32(&dw->live);
-  out->base = (char **)gin_ro_ptr((void *const *)&dw->base);
-  if (!out->live || out->gen != w.gen)
-    return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen,
-                        out->gen);
   return GIN_SUCCESS;
 }
 
-/* Rank w's base of window `win` (checked by gin_dev_window_): from the
+/* Window handle w is still registered, at its generation: the one check
+ * that loads (its table slot, gin_dev_window_idx_ first). A put issues
+ * the load beside its source's and acts on it before it writes anything,
+ * so the check adds no wait on the way: a handle whose window was
+ * deregistered fails before any write, though its source was read (from
+ * the handle's own base; where that memory was freed too, the read may
+ * fault first, as any read of freed memory). */
+GIN_DEVICE_FN int gin_dev_window_live_(const gin_devcomm_t *dc, gin_window_t w,
+                                       int64_t peer) {
+  if (!GIN_DEV_CHECKS_ON) return GIN_SUCCESS;
+  const gin_dev_window_t *dw = &dc->windows[w.idx];
+  uint32_t gen = gin_ro_u32(&dw->gen), live = gin_ro_u32(&dw->live);
+  if (!live || gen != w.gen)
+    return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, gen);
+  return GIN_SUCCESS;
+}
+
+/* Rank w's base of window `win` (checked by gin_dev_window_live_): from the
  * handle for the first GIN_INLINE_PEERS ranks (no load at all: the
  * handle sits in the kernel's parameters), others with one load from
  * the flat table, not through the window entry. The handle's bases were
@@ -113,15 +127,6 @@ GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
   return (char *)gin_ro_ptr(
       (void *const *)&dc
           ->win_bases[(size_t)win.idx * (size_t)dc->nranks + (size_t)w]);
-}
-
-/* This rank's base of window `win`, a put's source: without checks the
- * handle's own (gin_window_register always sets it), with them as any
- * rank's. */
-GIN_DEVICE_FN char *gin_dev_local_base_(const gin_devcomm_t *dc,
-                                        gin_window_t win) {
-  if (!GIN_DEV_CHECKS_ON) return win.local;
-  return gin_dev_base_(dc, win, dc->rank);
 }
 
 /* The route to world rank w: its GIN_PATH_*, with GIN_PATH_NEAR where w
@@ -152,11 +157,11 @@ GIN_DEVICE_FN uint64_t *gin_dev_peer_sig_(const gin_devcomm_t *dc, int w) {
   return (uint64_t *)gin_ro_ptr((void *const *)&dc->peer_signals[w]);
 }
 
-/* [off, off+bytes) must lie inside the window (overflow-safe). */
-GIN_DEVICE_FN int gin_dev_range_(const gin_devcomm_t *dc,
-                                 const gin_dev_window_t *dw, gin_window_t w,
+/* [off, off+bytes) must lie inside the window (overflow-safe), by the
+ * size the handle holds (a live handle's is its slot's). */
+GIN_DEVICE_FN int gin_dev_range_(const gin_devcomm_t *dc, gin_window_t w,
                                  int64_t peer, size_t off, size_t bytes) {
-  if (GIN_DEV_CHECKS_ON && (off > dw->size || bytes > dw->size - off))
+  if (GIN_DEV_CHECKS_ON && (off > w.size || bytes > w.size - off))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_RANGE, peer, w.idx, off, bytes);
   return GIN_SUCCESS;
 }

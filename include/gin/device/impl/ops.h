@@ -80,30 +80,50 @@ GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc) {
 /* ------------------------------------------------------- remote actions */
 
 /* Applies a remote action at world rank `w` once the payload is written
- * (direct path; it cannot fail). Called by one thread of the coop after
- * the coop synchronised: the release is cumulative, so it covers every
- * thread's payload stores that the barrier ordered before it (PTX memory
- * model; a release is a fence.acq_rel and the write, so a fence of its
- * own before it would add nothing). */
-GIN_DEVICE_FN void gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
-                                   gin_remote_t remote) {
-  if (remote.kind == GIN_REMOTE_NONE) return;
-  /* Mark the kind of update in the target's mode word (no round trip);
-   * the waiter reports a signal that saw both kinds. The release below
-   * orders this mark before the signal update. */
+ * (direct path). Called by one thread of the coop after the coop
+ * synchronised: the release is cumulative, so it covers every thread's
+ * payload stores that the barrier ordered before it (PTX memory model; a
+ * release is a fence.acq_rel and the write, so a fence of its own before
+ * it would add nothing). With checks, the update marks its kind in the
+ * target's mode word and learns the kinds marked before it: a signal
+ * updated with both since its reset fails here, at the sender, once the
+ * update is out (the mark's round trip overlaps the signal's flight; a
+ * check at the waiter would follow the wait's acquire with one more load
+ * from memory). Waiters still check where proxied updates mark a second
+ * word (gin_dev_sigmode_). */
+GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
+                                  gin_remote_t remote) {
+  if (remote.kind == GIN_REMOTE_NONE) return GIN_SUCCESS;
   uint64_t *sig = gin_dev_peer_sig_(dc, w);
+  uint32_t kind =
+      remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC : GIN_SIGMODE_ADD;
+  uint32_t seen = 0;
   /* The mode words sit at the same distance from the signals on every
-   * rank (one shared allocation each). */
+   * rank (one shared allocation each). The release below orders the mark
+   * before the signal update. */
+  uint32_t *mode = (uint32_t *)((char *)sig + ((const char *)dc->sigmode -
+                                               (const char *)dc->signals)) +
+                   remote.signal;
   if (GIN_DEV_CHECKS_ON)
-    gin_or_relaxed_u32((uint32_t *)((char *)sig + ((const char *)dc->sigmode -
-                                                   (const char *)dc->signals)) +
-                           remote.signal,
-                       remote.kind == GIN_REMOTE_SIGNAL_INC ? GIN_SIGMODE_INC
-                                                            : GIN_SIGMODE_ADD);
+    seen = route & GIN_PATH_NEAR ? gin_fetch_or_relaxed_gpu_u32(mode, kind)
+                                 : gin_fetch_or_relaxed_u32(mode, kind);
   if (route & GIN_PATH_NEAR) /* same GPU: GPU scope orders enough */
     gin_add_release_gpu_u64(&sig[remote.signal], remote.value);
   else
     gin_add_release_u64(&sig[remote.signal], remote.value);
+  if (GIN_DEV_CHECKS_ON && (seen | kind) == (GIN_SIGMODE_INC | GIN_SIGMODE_ADD))
+    return gin_dev_bad_(dc, GIN_DEVERR_SIGNAL_MIX, w, remote.signal, seen,
+                        kind);
+  return GIN_SUCCESS;
+}
+
+/* The result of a direct call that applied `remote` from its first
+ * thread (rc there, GIN_SUCCESS elsewhere), the same for the whole coop:
+ * only the checks' INC/ADD test fails there. */
+GIN_DEVICE_FN int gin_dev_remote_rc_(gin_coop_t coop, gin_remote_t remote,
+                                     int rc) {
+  if (!GIN_DEV_CHECKS_ON || remote.kind == GIN_REMOTE_NONE) return rc;
+  return gin_coop_rc(coop, rc);
 }
 
 GIN_DEVICE_FN int gin_dev_path_ok_(const gin_devcomm_t *dc, int w, int route) {
@@ -233,15 +253,16 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                           gin_remote_t remote, gin_local_t local,
                           gin_coop_t coop) {
   int w = 0, rc;
-  if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
-    return rc;
-  gin_dev_window_t dwv, swv;
-  if ((rc = gin_dev_window_(dc, dst, w, &dwv)) ||
-      (rc = gin_dev_window_(dc, src, dc->rank, &swv)))
-    return rc;
-  const gin_dev_window_t *dw = &dwv, *sw = &swv;
-  if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, bytes)) ||
-      (rc = gin_dev_range_(dc, sw, src, dc->rank, src_off, bytes)))
+  /* The checks that need no load (ids and limits from the devcomm, sizes
+   * from the handles) before the source is read; whether the windows are
+   * still registered (a load each) beside the source's load, acted on
+   * before anything is written (gin_dev_window_live_). */
+  if ((rc = gin_dev_ctx_(dc, ctx)) ||
+      (rc = gin_dev_peer_(dc, team, peer, &w)) ||
+      (rc = gin_dev_window_idx_(dc, dst, w)) ||
+      (rc = gin_dev_window_idx_(dc, src, dc->rank)) ||
+      (rc = gin_dev_range_(dc, dst, w, dst_off, bytes)) ||
+      (rc = gin_dev_range_(dc, src, dc->rank, src_off, bytes)))
     return rc;
   /* Up to `part` bytes per thread, the coop's threads read the source
    * into registers as soon as it is checked, before the route and the
@@ -254,7 +275,7 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * "Design figures"). A lone thread's length is the put's (written out:
    * the general form costs it a dozen 64-bit selects on the way to its
    * load). */
-  const char *s = gin_dev_local_base_(dc, src) + src_off;
+  const char *s = src.local + src_off;
   gin_small_t v;
   int cr = gin_coop_rank(coop), cs = gin_coop_size(coop);
   size_t part =
@@ -273,7 +294,10 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * Mops/s (docs/PERFORMANCE.md, "Design figures"). */
   int shut = gin_dev_shut_(dc);
   int route = gin_dev_route_(dc, w);
-  if ((rc = gin_dev_actions_(dc, w, remote, local))) return rc;
+  if ((rc = gin_dev_window_live_(dc, dst, w)) ||
+      (rc = gin_dev_window_live_(dc, src, dc->rank)) ||
+      (rc = gin_dev_actions_(dc, w, remote, local)))
+    return rc;
   if (!gin_route_direct_(route)) {
     if ((rc = gin_dev_path_ok_(dc, w, route))) return rc;
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
@@ -293,14 +317,15 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   if (remote.kind == GIN_REMOTE_NONE && local.kind == GIN_LOCAL_NONE)
     return GIN_SUCCESS;
   if (cr == 0) {
-    gin_dev_remote_(dc, w, route, remote);
+    rc = gin_dev_remote_(dc, w, route, remote);
     if (local.kind == GIN_LOCAL_COUNTER_INC)
       gin_add_release_u64(&dc->counters[local.counter], 1);
   }
-  /* Nothing after the checks fails on this path, so the coop needs no
-   * closing barrier: every thread is past its part of the copy (the
-   * barrier above), and the rest is the first thread's. */
-  return GIN_SUCCESS;
+  /* No closing barrier without checks: every thread is past its part of
+   * the copy (the barrier above), and the rest is the first thread's,
+   * which cannot fail. With them, a signal's mixed kinds reach the first
+   * thread alone, which hands its result to the coop. */
+  return gin_dev_remote_rc_(coop, remote, rc);
 }
 
 GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
@@ -313,14 +338,13 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
   int shut = gin_dev_shut_(dc), w = 0, rc;
   if ((rc = gin_dev_ctx_(dc, ctx)) || (rc = gin_dev_peer_(dc, team, peer, &w)))
     return rc;
-  gin_dev_window_t dwv;
-  if ((rc = gin_dev_window_(dc, dst, w, &dwv))) return rc;
-  const gin_dev_window_t *dw = &dwv;
+  if ((rc = gin_dev_window_idx_(dc, dst, w))) return rc;
   if (GIN_DEV_CHECKS_ON && (bytes < 1 || bytes > 8))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_RANGE, w, dst.idx, dst_off,
                         (uint64_t)bytes);
   int route = gin_dev_route_(dc, w);
-  if ((rc = gin_dev_range_(dc, dw, dst, w, dst_off, (size_t)bytes)) ||
+  if ((rc = gin_dev_range_(dc, dst, w, dst_off, (size_t)bytes)) ||
+      (rc = gin_dev_window_live_(dc, dst, w)) ||
       (rc = gin_dev_actions_(dc, w, remote, gin_local_none())) ||
       (rc = gin_dev_path_ok_(dc, w, route)))
     return rc;
@@ -340,9 +364,9 @@ GIN_DEVICE_FN int gin_put_value(const gin_devcomm_t *dc, int ctx,
       for (int i = 0; i < bytes; i++)
         d[i] = (char)(value >> (8 * i));
     }
-    gin_dev_remote_(dc, w, route, remote);
+    rc = gin_dev_remote_(dc, w, route, remote);
   }
-  return GIN_SUCCESS; /* as gin_put: no failure past the checks */
+  return gin_dev_remote_rc_(coop, remote, rc); /* as gin_put */
 }
 
 GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
@@ -362,8 +386,8 @@ GIN_DEVICE_FN int gin_signal(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                          gin_local_none(), coop);
   }
   if (gin_coop_any(coop, shut)) return gin_dev_shut_fail_(dc, w);
-  if (gin_coop_rank(coop) == 0) gin_dev_remote_(dc, w, route, remote);
-  return GIN_SUCCESS; /* as gin_put: no failure past the checks */
+  if (gin_coop_rank(coop) == 0) rc = gin_dev_remote_(dc, w, route, remote);
+  return gin_dev_remote_rc_(coop, remote, rc); /* as gin_put */
 }
 
 GIN_DEVICE_FN int gin_flush(const gin_devcomm_t *dc, int ctx, gin_coop_t coop) {
@@ -391,9 +415,11 @@ GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal) {
   return gin_dev_read2_(&dc->signals[signal], gin_dev_psig_(dc, signal));
 }
 
-/* A signal updated with both INC and ADD since its reset is misuse. */
+/* A signal updated with both INC and ADD since its reset is misuse. Direct
+ * updates are checked by their senders (gin_dev_remote_); where proxied
+ * ones mark a second word (pmode), the waiter checks both words. */
 GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
-  if (!GIN_DEV_CHECKS_ON) return GIN_SUCCESS;
+  if (!GIN_DEV_CHECKS_ON || !dc->pmode) return GIN_SUCCESS;
   uint32_t m = gin_load_acquire_u32(&dc->sigmode[signal]);
   if (dc->pmode) m |= gin_load_acquire_u32(&dc->pmode[signal]);
   if (m == (GIN_SIGMODE_INC | GIN_SIGMODE_ADD))

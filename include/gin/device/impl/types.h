@@ -13,14 +13,15 @@
 
 /* A registered window: an index into the communicator's window table and a
  * generation that changes when the slot is reused, so a stale handle is
- * caught; this rank's own base, so a put reads its source without a table
- * load (checks off; with checks, as any rank's below); and the bases of ranks
+ * caught; its size, so the range checks need no load; this rank's own base,
+ * so a put reads its source without a table load; and the bases of ranks
  * 0..GIN_INLINE_PEERS-1, so a put to one of them finds its destination without
- * one either. idx and gen are the same on every rank; use a handle on the rank
- * that registered it, and only handles gin_window_register wrote. */
+ * one either. idx, gen and size are the same on every rank; use a handle on
+ * the rank that registered it, and only handles gin_window_register wrote. */
 struct gin_window {
   uint32_t idx;
   uint32_t gen;
+  uint64_t size;
   char *local; /* this rank's base (device view), as the table holds it */
   char *peer[GIN_INLINE_PEERS]; /* rank w's base (device view), NULL where
                                    not mapped or w >= ranks */
