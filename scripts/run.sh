@@ -33,7 +33,10 @@ echo "== gin demo, $T target, $N ranks =="
 "$R" -n "$N" --timeout 120 "$B/gin_demo_$T" 2>&1 | tee "$TMP/demo.out"
 demo_rc=${PIPESTATUS[0]}
 echo "== 8-byte put+signal round trip, $T target, 2 ranks =="
-"$R" -n 2 --timeout 120 "$B/gin_perf_$T" pingpong -b 8 -e 8 -n 2000 -w 200 \
+# Three kernels, each right after a raw floor kernel, and the medians of
+# theirs: a single launch's floor moves 1.5-2.2 us on a GPU with no code
+# changed (docs/PERFORMANCE.md, "Design figures").
+"$R" -n 2 --timeout 120 "$B/gin_perf_$T" pingpong -b 8 -e 8 -n 2000 -w 200 --launches 3 \
   --csv "$TMP/pp.csv" 2>&1 | tee "$TMP/pp.out"
 pp_rc=${PIPESTATUS[0]}
 echo "== EP dispatch/combine, $T target, $N ranks: $EP_WHAT =="
