@@ -5,8 +5,8 @@
 # floors its `# launch` lines printed for that size, and its median the
 # median of their gin times (3 launches a size), both within rounding,
 # and every launch's floor and gin time positive.
-# The floor is the raw flag's ("floor X us") or, through proxy+tcp, the
-# raw TCP ping-pong's ("raw tcp X us").
+# The floor is the raw flag's ("floor X us") or, through proxy+tcp or ofi,
+# the raw TCP or libfabric ping-pong's ("raw tcp X us", "raw ofi X us").
 out=$1 csv=$2 want=${3:-3}
 awk -v want="$want" '
   function med3(a, b, c) { return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b)) }
@@ -15,7 +15,7 @@ awk -v want="$want" '
       fl = ""; g = ""
       for (i = 1; i <= NF; i++) {
         if ($i == "B:") size = $(i - 1)
-        if ($i == "floor" || ($i == "tcp" && $(i - 1) == "raw")) fl = $(i + 1)
+        if ($i == "floor" || (($i == "tcp" || $i == "ofi") && $(i - 1) == "raw")) fl = $(i + 1)
         if ($i == "gin") g = $(i + 1)
       }
       if (fl + 0 <= 0 || g + 0 <= 0) { print "launch line without a positive floor and gin time: " $0; bad = 1 }

@@ -215,13 +215,12 @@ void perf_bw(perf_env_t *env, int bidir) {
     r.gbps = med > 0 ? total / med : -1;
     r.floor = "device_copy_gbps";
     r.floor_value = cgbps;
-    /* Through proxy+tcp on one machine, with --floors: the raw TCP stream
-     * of the same message size is the floor, not a memory copy. */
-    double tcp =
-        perf_tcp_path(env) ? perf_by_size_get(&env->tcp_bw, bytes) : -1;
-    if (tcp > 0) {
-      r.floor = "raw_tcp_stream_gbps";
-      r.floor_value = tcp;
+    /* Through the proxy and tcp or ofi on one machine, with --floors: the
+     * raw stream of the same message size is the floor, not a copy. */
+    double net = perf_net_bw(env, bytes);
+    if (net > 0) {
+      r.floor = perf_net_bw_name(env);
+      r.floor_value = net;
     }
     r.ratio = r.gbps > 0 ? r.gbps / r.floor_value : -1;
     perf_emit(env, &r);

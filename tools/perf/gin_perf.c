@@ -183,6 +183,7 @@ int main(int argc, char **argv) {
   if (all || !strcmp(t, "baseline")) perf_baseline(&env);
 
   perf_report_close(&env);
+  perf_floors_close(&env);
   PERF_CHECK(gin_comm_barrier(env.comm));
   PERF_CHECK(gin_devcomm_destroy(env.comm, &env.dc));
   PERF_CHECK(gin_window_deregister(env.comm, env.win));

@@ -442,10 +442,10 @@ static void ensure_raw_floor(perf_env_t *env) {
   perf_emit(env, &r);
 }
 
-/* With --floors on the tcp path: the raw TCP ping-pong of the same size
- * measured in this run (rank 0's); else -1. */
-static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
-  return perf_tcp_path(env) ? perf_by_size_get(&env->tcp_pp, bytes) : -1;
+/* With --floors on a network path (tcp, ofi): its raw ping-pong of the
+ * same size measured in this run (rank 0's); else -1. */
+static double lat_net_floor(const perf_env_t *env, size_t bytes) {
+  return perf_net_pp(env, bytes);
 }
 
 /* --launches L > 1: L kernels of variant v at `bytes`, each after a raw
@@ -453,31 +453,31 @@ static double lat_tcp_floor(const perf_env_t *env, size_t bytes) {
  * the launches of their medians and p99s, and of the floors' medians.
  * Between single launches the floor moves 1.5-2.2 us with no code
  * changed; one suspect is where the two ranks' blocks land on the GPU, so
- * every launch's SMs are printed. On the tcp path the floor before each
- * launch is rank 0's raw TCP ping-pong of the same size, so each pair is
+ * every launch's SMs are printed. On a network path the floor before each
+ * launch is its raw ping-pong of the same size (tcp: rank 0's over
+ * loopback; ofi: libfabric writes between the ranks), so each pair is
  * measured close in time: on a 16-core host that floor moves 6.8-10.8 us
  * from run to run, and 7.6-10.4 us within one run of 21 pairs while
  * gin's stays 10.5-12.6 (docs/PERFORMANCE.md, "Design figures"). */
 static void lat_launches(perf_env_t *env, int v, size_t bytes, double *med,
                          double *p99, double *floor) {
-  int n = env->o.launches, tcp = perf_tcp_path(env);
+  int n = env->o.launches, net = perf_net_path(env) != PERF_NET_NONE;
   double gm[PEER_MAX_LAUNCHES], gp[PEER_MAX_LAUNCHES], fm[PEER_MAX_LAUNCHES],
       fp[PEER_MAX_LAUNCHES], fp99;
   for (int k = 0; k < n; k++) {
     unsigned sm[2] = {0, 0}, all[4];
     fm[k] = fp[k] = 0;
-    if (!tcp)
+    if (!net)
       lat_run_issue(env, V_RAW_STORE, GIN_COOP_THREAD, 8, &fm[k], &fp[k], NULL,
                     &sm[0]);
-    else if (env->rank == 0 &&
-             floor_tcp_pingpong(bytes, 1, env->o.iters, env->o.warmup, &fm[k],
-                                &fp[k]) != 0)
+    else if (perf_net_floor_pp(env, bytes, &fm[k], &fp[k]) != 0)
       fm[k] = fp[k] = -1; /* it said why; no ratio for this launch */
     lat_run_issue(env, v, env->o.coop, bytes, &gm[k], &gp[k], NULL, &sm[1]);
     PERF_CHECK(gin_comm_allgather(env->comm, sm, all, sizeof sm));
-    if (tcp)
-      perf_note(env, "launch %d, %zu B: raw tcp %.3f us, gin %.3f us (%.3f x)",
-                k, bytes, fm[k], gm[k], fm[k] > 0 ? gm[k] / fm[k] : -1.0);
+    if (net)
+      perf_note(env, "launch %d, %zu B: raw %s %.3f us, gin %.3f us (%.3f x)",
+                k, bytes, perf_net_path(env) == PERF_NET_OFI ? "ofi" : "tcp",
+                fm[k], gm[k], fm[k] > 0 ? gm[k] / fm[k] : -1.0);
     else
       perf_note(env,
                 "launch %d, %zu B: floor %.3f us (SMs %u, %u), gin %.3f us "
@@ -497,13 +497,13 @@ static void lat_sweep(perf_env_t *env, const char *test, int v) {
     const char *fname = "raw_flag_pingpong";
     if (env->o.launches > 1) {
       lat_launches(env, v, bytes, &med, &p99, &floor);
-      if (perf_tcp_path(env)) fname = "raw_tcp_pingpong";
+      if (perf_net_pp_name(env)) fname = perf_net_pp_name(env);
     } else {
       lat_run(env, v, env->o.coop, bytes, &med, &p99);
-      double tcp = lat_tcp_floor(env, bytes);
-      if (tcp > 0) {
-        floor = tcp;
-        fname = "raw_tcp_pingpong";
+      double net = lat_net_floor(env, bytes);
+      if (net > 0) {
+        floor = net;
+        fname = perf_net_pp_name(env);
       }
     }
     perf_row_t r = perf_row(test, perf_coop_name(env->o.coop), bytes);

@@ -84,6 +84,9 @@ typedef struct perf_env {
   double hostflag_us;    /* GPU <-> pinned host flag, once measured */
   perf_by_size_t tcp_pp; /* --floors: raw TCP ping-pong (polling) medians */
   perf_by_size_t tcp_bw; /* --floors: raw TCP stream GB/s */
+  perf_by_size_t ofi_pp; /* --floors on ofi: raw libfabric write ping-pong */
+  perf_by_size_t ofi_bw; /* --floors on ofi: raw libfabric write stream */
+  void *ofi_floor;       /* the libfabric floors' endpoint, once opened */
   perf_by_size_t pp;     /* gin ping-pong medians, for ratios */
 } perf_env_t;
 
@@ -103,12 +106,47 @@ static inline int perf_direct(const perf_env_t *env, int w) {
   return path == GIN_PATH_DIRECT || path == GIN_PATH_SELF;
 }
 
-/* Whether the run goes through the proxy and tcp (GIN_BACKEND=proxy
- * GIN_TRANSPORT=tcp) between two ranks of one machine (both in the lsa
- * team): its floors are then raw TCP over loopback. */
+/* Whether the run goes through the proxy and a network transport between
+ * two ranks of one machine (both in the lsa team), and so which floors
+ * its figures are read against: PERF_NET_TCP (GIN_TRANSPORT=tcp: raw TCP
+ * over loopback), PERF_NET_OFI (ofi: raw libfabric writes over the same
+ * provider), else PERF_NET_NONE. */
+enum { PERF_NET_NONE, PERF_NET_TCP, PERF_NET_OFI };
+static inline int perf_net_path(const perf_env_t *env) {
+  if (perf_direct(env, 1 - env->rank) || env->dc.lsa_size != 2)
+    return PERF_NET_NONE;
+  if (!strcmp(env->path, "proxy-tcp")) return PERF_NET_TCP;
+  if (!strcmp(env->path, "proxy-ofi")) return PERF_NET_OFI;
+  return PERF_NET_NONE;
+}
 static inline int perf_tcp_path(const perf_env_t *env) {
-  return strcmp(env->path, "proxy-tcp") == 0 &&
-         !perf_direct(env, 1 - env->rank) && env->dc.lsa_size == 2;
+  return perf_net_path(env) == PERF_NET_TCP;
+}
+/* The network path's ping-pong and stream floors (names, figures by size
+ * from --floors), or NULL / -1 off one. */
+static inline const char *perf_net_pp_name(const perf_env_t *env) {
+  int n = perf_net_path(env);
+  return n == PERF_NET_TCP   ? "raw_tcp_pingpong"
+         : n == PERF_NET_OFI ? "raw_ofi_write_pingpong"
+                             : NULL;
+}
+static inline const char *perf_net_bw_name(const perf_env_t *env) {
+  int n = perf_net_path(env);
+  return n == PERF_NET_TCP   ? "raw_tcp_stream_gbps"
+         : n == PERF_NET_OFI ? "raw_ofi_write_stream_gbps"
+                             : NULL;
+}
+static inline double perf_net_pp(const perf_env_t *env, size_t bytes) {
+  int n = perf_net_path(env);
+  return n == PERF_NET_TCP   ? perf_by_size_get(&env->tcp_pp, bytes)
+         : n == PERF_NET_OFI ? perf_by_size_get(&env->ofi_pp, bytes)
+                             : -1;
+}
+static inline double perf_net_bw(const perf_env_t *env, size_t bytes) {
+  int n = perf_net_path(env);
+  return n == PERF_NET_TCP   ? perf_by_size_get(&env->tcp_bw, bytes)
+         : n == PERF_NET_OFI ? perf_by_size_get(&env->ofi_bw, bytes)
+                             : -1;
 }
 
 /* One result. Unused numbers are negative (left empty in CSV/JSON). */
@@ -148,11 +186,16 @@ void perf_sync(perf_env_t *env);
 /* Test families. Each returns after emitting its rows on rank 0. */
 void perf_floors_gpu(perf_env_t *env); /* raw flag, host flag, copies */
 void perf_floors_cpu(perf_env_t *env); /* tcp, shm (floors_host.c) */
-void perf_pingpong(perf_env_t *env);   /* put+signal, -g */
-void perf_sigpp(perf_env_t *env);      /* signal only */
-void perf_ladder(perf_env_t *env);     /* latency decomposition */
-void perf_floorscan(perf_env_t *env);  /* the raw floor per flag line */
-void perf_barrier(perf_env_t *env);    /* gin_barrier */
+/* The network path's ping-pong floor of `bytes`, measured now: both ranks
+ * call it; rank 0 gets the median and p99 (us). Returns 0, or -1 where it
+ * failed (said why) or the path has none. */
+int perf_net_floor_pp(perf_env_t *env, size_t bytes, double *med, double *p99);
+void perf_floors_close(perf_env_t *env); /* what the floors left open */
+void perf_pingpong(perf_env_t *env);     /* put+signal, -g */
+void perf_sigpp(perf_env_t *env);        /* signal only */
+void perf_ladder(perf_env_t *env);       /* latency decomposition */
+void perf_floorscan(perf_env_t *env);    /* the raw floor per flag line */
+void perf_barrier(perf_env_t *env);      /* gin_barrier */
 void perf_bw(perf_env_t *env, int bidir);
 void perf_rate(perf_env_t *env);     /* message rate */
 void perf_ring(perf_env_t *env);     /* ring alone (null transport) */
