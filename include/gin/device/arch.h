@@ -21,8 +21,7 @@
 #include <cuda_runtime.h>
 #define GIN_DEVICE_FN static __device__ __forceinline__
 /* A device function called only where a call fails: one copy, out of the
- * calls' line (inlined at each of a put's checks, its copies made the
- * gin-perf put kernel's PTX half as long again). */
+ * calls' line (docs/PERFORMANCE.md, "Design figures"). */
 #define GIN_COLD_FN static __device__ __noinline__ __attribute__((unused))
 #define GIN_HD_FN static __host__ __device__ __forceinline__
 #define GIN_GLOBAL __global__

@@ -88,9 +88,9 @@ GIN_DEVICE_FN int gin_aborted(const gin_devcomm_t *dc) {
  * target's mode word and learns the kinds marked before it: a signal
  * updated with both since its reset fails here, at the sender, once the
  * update is out (the mark's round trip overlaps the signal's flight; a
- * check at the waiter would follow the wait's acquire with one more load
- * from memory). Waiters still check where proxied updates mark a second
- * word (gin_dev_sigmode_). */
+ * check at the waiter follows the wait's acquire with one more load from
+ * memory: docs/PERFORMANCE.md, "Design figures"). Waiters still check
+ * where proxied updates mark a second word (gin_dev_sigmode_). */
 GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
                                   gin_remote_t remote) {
   if (remote.kind == GIN_REMOTE_NONE) return GIN_SUCCESS;
