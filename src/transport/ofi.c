@@ -109,15 +109,12 @@ typedef struct ofi_peer {
   int left;         /* it said goodbye */
   gin_result_t err; /* failed: why in msg */
   char msg[224];
-  uint32_t tx_seq;     /* next message to it */
-  int tx_busy;         /* its sends in flight, from buffers */
-  uint32_t rx_seq;     /* next message from it to apply */
-  ofi_held_t *held;    /* messages from it ahead of rx_seq, by sequence */
-  uint64_t stall_ns;   /* since when the message at rx_seq waits for a window */
-  int cur_active;      /* a put partly sent (it returned GIN_ERR_AGAIN) */
-  pthread_t cur_owner; /* the proxy thread that started it */
-  gin_xfer_t cur;
-  uint64_t cur_done;
+  uint32_t tx_seq;   /* next message to it */
+  int tx_busy;       /* its sends in flight, from buffers */
+  uint32_t rx_seq;   /* next message from it to apply */
+  ofi_held_t *held;  /* messages from it ahead of rx_seq, by sequence */
+  uint64_t stall_ns; /* since when the message at rx_seq waits for a window */
+  gin_wire_partial_t partial; /* an operation partly sent */
 } ofi_peer_t;
 
 typedef struct ofi_state {
@@ -465,30 +462,12 @@ static gin_result_t ofi_put_locked(ofi_state_t *s, const gin_xfer_t *x) {
                      "ofi: rank %d is not an ofi peer of "
                      "rank %d",
                      p, me);
-  const char *src = NULL;
-  uint64_t total = 0;
-  if (x->op == GIN_OP_PUT) {
-    src = (const char *)x->src;
-    total = x->bytes;
-  } else if (x->op == GIN_OP_PUT_VALUE && x->bytes <= 8) {
-    src = (const char *)&x->value; /* its low bytes, as ipc copies them */
-    total = x->bytes;
-  } else if (x->op != GIN_OP_SIGNAL) {
-    return GIN_ERROR(GIN_ERR_INTERNAL, "ofi: operation %d of %llu bytes", x->op,
-                     (unsigned long long)x->bytes);
-  }
-  uint64_t done = 0;
-  if (c->cur_active) {
-    /* Operations of other threads (other contexts: not ordered with it)
-     * wait until the thread that started it has finished it. */
-    if (!pthread_equal(c->cur_owner, pthread_self())) return GIN_ERR_AGAIN;
-    if (!gin_wire_xfer_same(&c->cur, x))
-      return GIN_ERROR(
-          GIN_ERR_INTERNAL,
-          "ofi: a new operation to rank %d while one is partly sent", p);
-    done = c->cur_done;
-  }
-  gin_result_t res = GIN_SUCCESS;
+  const char *src;
+  uint64_t total, done;
+  gin_result_t res = gin_wire_payload(x, "ofi", &src, &total);
+  if (res == GIN_SUCCESS)
+    res = gin_wire_partial_resume(&c->partial, x, "ofi", p, &done);
+  if (res != GIN_SUCCESS) return res;
   do {
     uint64_t chunk =
         total - done < OFI_PAYLOAD_MAX ? total - done : OFI_PAYLOAD_MAX;
@@ -531,13 +510,10 @@ static gin_result_t ofi_put_locked(ofi_state_t *s, const gin_xfer_t *x) {
   } while (done < total);
   if (res == GIN_ERR_AGAIN) {
     cq_drain_keep(s); /* the provider's room comes with its progress */
-    c->cur = *x;
-    c->cur_done = done;
-    c->cur_active = done > 0;
-    c->cur_owner = pthread_self();
+    gin_wire_partial_save(&c->partial, x, done);
     return GIN_ERR_AGAIN;
   }
-  c->cur_active = 0;
+  gin_wire_partial_save(&c->partial, x, 0);
   return res;
 }
 

@@ -128,11 +128,8 @@ typedef struct tcp_conn {
   uint64_t tx_sent;
   tcp_ref_t *refs; /* [TCP_REFS] */
   unsigned ref_head, nrefs;
-  int ref_listed;      /* in the state's list of peers with refs */
-  int cur_active;      /* a put partly queued (it returned GIN_ERR_AGAIN) */
-  pthread_t cur_owner; /* the proxy thread that started it */
-  gin_xfer_t cur;
-  uint64_t cur_done;
+  int ref_listed;             /* in the state's list of peers with refs */
+  gin_wire_partial_t partial; /* an operation partly queued */
   /* receive side */
   uint8_t *rx;
   size_t rx_start, rx_end;
@@ -331,18 +328,9 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
   if (c->fd < 0)
     return GIN_ERROR(GIN_ERR_INTERNAL,
                      "tcp: rank %d is not a tcp peer of rank %d", c->peer, me);
-  const char *src = NULL;
-  uint64_t total = 0;
-  if (x->op == GIN_OP_PUT) {
-    src = (const char *)x->src;
-    total = x->bytes;
-  } else if (x->op == GIN_OP_PUT_VALUE && x->bytes <= 8) {
-    src = (const char *)&x->value; /* its low bytes, as ipc copies them */
-    total = x->bytes;
-  } else if (x->op != GIN_OP_SIGNAL) {
-    return GIN_ERROR(GIN_ERR_INTERNAL, "tcp: operation %d of %llu bytes", x->op,
-                     (unsigned long long)x->bytes);
-  }
+  const char *src;
+  uint64_t total, done;
+  GIN_CHECK(gin_wire_payload(x, "tcp", &src, &total));
   if (!c->tx) {
     /* Staging for GPU memory: pinned on the cuda target. */
     if (gin_arch_staging_alloc(s->tx_cap, (void **)&c->tx) != GIN_SUCCESS)
@@ -355,18 +343,7 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
   if (by_ref && !c->refs &&
       !(c->refs = (tcp_ref_t *)calloc(TCP_REFS, sizeof *c->refs)))
     by_ref = 0;
-  uint64_t done = 0;
-  if (c->cur_active) {
-    /* Operations of other threads (other contexts: not ordered with it)
-     * wait until the thread that started it has finished it. */
-    if (!pthread_equal(c->cur_owner, pthread_self())) return GIN_ERR_AGAIN;
-    if (!gin_wire_xfer_same(&c->cur, x))
-      return GIN_ERROR(
-          GIN_ERR_INTERNAL,
-          "tcp: a new operation to rank %d while one is partly queued",
-          c->peer);
-    done = c->cur_done;
-  }
+  GIN_CHECK(gin_wire_partial_resume(&c->partial, x, "tcp", c->peer, &done));
   do {
     uint64_t chunk = total - done < TCP_CHUNK ? total - done : TCP_CHUNK;
     size_t need =
@@ -374,10 +351,7 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
     if (c->tx_cap - c->tx_len < need && c->tx_len) GIN_CHECK(conn_send(s, c));
     size_t room = c->tx_cap - c->tx_len;
     if (room < need) {
-      c->cur = *x;
-      c->cur_done = done;
-      c->cur_active = done > 0;
-      c->cur_owner = pthread_self();
+      gin_wire_partial_save(&c->partial, x, done);
       return GIN_ERR_AGAIN;
     }
     if (chunk > room - GIN_TCP_HDR_BYTES) chunk = room - GIN_TCP_HDR_BYTES;
@@ -394,7 +368,7 @@ static gin_result_t conn_put(tcp_state_t *s, tcp_conn_t *c,
                        (unsigned long long)chunk, gin_last_error());
     done += chunk;
   } while (done < total);
-  c->cur_active = 0;
+  gin_wire_partial_save(&c->partial, x, 0);
   return conn_send(s, c);
 }
 

@@ -35,6 +35,47 @@ int gin_wire_xfer_same(const gin_xfer_t *a, const gin_xfer_t *b) {
          a->mode_off == b->mode_off && a->mode_bit == b->mode_bit;
 }
 
+gin_result_t gin_wire_payload(const gin_xfer_t *x, const char *who,
+                              const char **src, uint64_t *total) {
+  *src = NULL;
+  *total = 0;
+  if (x->op == GIN_OP_PUT) {
+    *src = (const char *)x->src;
+    *total = x->bytes;
+  } else if (x->op == GIN_OP_PUT_VALUE && x->bytes <= 8) {
+    *src = (const char *)&x->value;
+    *total = x->bytes;
+  } else if (x->op != GIN_OP_SIGNAL) {
+    return GIN_ERROR(GIN_ERR_INTERNAL, "%s: operation %d of %llu bytes", who,
+                     x->op, (unsigned long long)x->bytes);
+  }
+  return GIN_SUCCESS;
+}
+
+gin_result_t gin_wire_partial_resume(const gin_wire_partial_t *p,
+                                     const gin_xfer_t *x, const char *who,
+                                     int peer, uint64_t *done) {
+  *done = 0;
+  if (!p->active) return GIN_SUCCESS;
+  if (!pthread_equal(p->owner, pthread_self())) return GIN_ERR_AGAIN;
+  if (!gin_wire_xfer_same(&p->x, x))
+    return GIN_ERROR(GIN_ERR_INTERNAL,
+                     "%s: a new operation to rank %d while one is partly "
+                     "queued",
+                     who, peer);
+  *done = p->done;
+  return GIN_SUCCESS;
+}
+
+void gin_wire_partial_save(gin_wire_partial_t *p, const gin_xfer_t *x,
+                           uint64_t done) {
+  p->active = done > 0;
+  if (!p->active) return;
+  p->x = *x;
+  p->done = done;
+  p->owner = pthread_self();
+}
+
 char *gin_wire_cpu_dst(const gin_job_t *job, const gin_tcp_hdr_t *h) {
   const gin_win_slot_t *w = &job->wins[h->dst_win];
   char *cpu = w->hptr                         ? (char *)w->hptr
