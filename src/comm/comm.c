@@ -742,7 +742,7 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
     return GIN_ERROR(GIN_ERR_INVALID, "rank %d: context %lld outside [0, %llu)",
                      r, id, a0);
   case GIN_DEVERR_SIGNAL_MIX:
-    if (peer != r) /* found by the sender (its update went out) */
+    if (exp == 1) /* found by the sender (its update went out) */
       return GIN_ERROR(GIN_ERR_INVALID,
                        "rank %d: signal %lld of rank %lld was updated with "
                        "both SIGNAL_INC and SIGNAL_ADD since its last reset "

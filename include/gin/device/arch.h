@@ -242,7 +242,10 @@ GIN_DEVICE_FN void gin_add_release_gpu_u64(uint64_t *p, uint64_t v) {
                : "memory");
 }
 /* Atomic or, no order, returning the word before it: at system scope, and
- * for words only this GPU's threads update. */
+ * at GPU scope for a word on this GPU. A word that both see (a signal's
+ * mode word, marked by senders on its GPU and on others) resolves at its
+ * GPU's L2 either way; the PTX model does not promise that two scopes
+ * see each other there, which only the INC/ADD misuse check relies on. */
 GIN_DEVICE_FN uint32_t gin_fetch_or_relaxed_u32(uint32_t *p, uint32_t v) {
   uint32_t old;
   asm volatile("atom.relaxed.sys.global.or.b32 %0, [%1], %2;"

@@ -111,9 +111,10 @@ GIN_DEVICE_FN int gin_dev_remote_(const gin_devcomm_t *dc, int w, int route,
     gin_add_release_gpu_u64(&sig[remote.signal], remote.value);
   else
     gin_add_release_u64(&sig[remote.signal], remote.value);
+  /* expected 1: found by the sender (comm.c words it so). */
   if (GIN_DEV_CHECKS_ON && (seen | kind) == (GIN_SIGMODE_INC | GIN_SIGMODE_ADD))
-    return gin_dev_bad_(dc, GIN_DEVERR_SIGNAL_MIX, w, remote.signal, seen,
-                        kind);
+    return gin_dev_fail_(dc, GIN_ERR_INVALID, GIN_DEVERR_SIGNAL_MIX, w,
+                         remote.signal, 1, 0, seen, kind);
   return GIN_SUCCESS;
 }
 
@@ -265,9 +266,9 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
       (rc = gin_dev_range_(dc, src, dc->rank, src_off, bytes)))
     return rc;
   /* Up to `part` bytes per thread, the coop's threads read the source
-   * into registers as soon as it is checked, before the route and the
-   * destination (gin_small_t): a lone thread (which sees its own writes)
-   * at once, a warp or block once it met (it then sees every thread's
+   * into registers once the checks that need no load passed, before the
+   * route and the destination (gin_small_t): a lone thread (which sees its own
+   * writes) at once, a warp or block once it met (it then sees every thread's
    * part): thread cr reads `part` bytes from cr * part. A lone thread
    * holds GIN_SMALL_BYTES (64), a warp's or block's threads
    * GIN_SMALL_COOP_BYTES (16): 32 each make a 512-thread block's 8-16 KiB
@@ -416,12 +417,13 @@ GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal) {
 }
 
 /* A signal updated with both INC and ADD since its reset is misuse. Direct
- * updates are checked by their senders (gin_dev_remote_); where proxied
- * ones mark a second word (pmode), the waiter checks both words. */
+ * updates are checked by their senders (gin_dev_remote_), so a waiter
+ * fails only where a proxied update (marked in the second word, pmode)
+ * is one of the two kinds: each mix is reported once. */
 GIN_DEVICE_FN int gin_dev_sigmode_(const gin_devcomm_t *dc, int signal) {
   if (!GIN_DEV_CHECKS_ON || !dc->pmode) return GIN_SUCCESS;
-  uint32_t m = gin_load_acquire_u32(&dc->sigmode[signal]);
-  if (dc->pmode) m |= gin_load_acquire_u32(&dc->pmode[signal]);
+  uint32_t p = gin_load_acquire_u32(&dc->pmode[signal]);
+  uint32_t m = p ? p | gin_load_acquire_u32(&dc->sigmode[signal]) : 0;
   if (m == (GIN_SIGMODE_INC | GIN_SIGMODE_ADD))
     return gin_dev_bad_(dc, GIN_DEVERR_SIGNAL_MIX, dc->rank, signal,
                         GIN_SIGMODE_INC, GIN_SIGMODE_ADD);
