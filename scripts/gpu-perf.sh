@@ -81,6 +81,12 @@ done
 pf direct_bw "${R[@]}" $P bw -b 4096 -e 16777216 -f 4
 pf direct_bibw "${R[@]}" $P bibw -b 4096 -e 16777216 -f 4
 pf direct_ladder "${R[@]}" $PN ladder -n 5000 -w 500
+# Device checks: the 8-byte round trips of both builds, each kernel right
+# after a floor kernel (docs/PERFORMANCE.md, "Device checks").
+for t in pingpong sigpp; do
+  pf direct_checks_$t "${R[@]}" $P $t -b 8 -e 8 -n 2000 -w 200 --launches 3
+  pf direct_checks_${t}_off "${R[@]}" $PN $t -b 8 -e 8 -n 2000 -w 200 --launches 3
+done
 
 # Proxy: the ring alone (null transport), then the ipc transport (copy
 # engine); small puts cost a copy each, so 8 blocks.
