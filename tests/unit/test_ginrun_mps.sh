@@ -195,12 +195,17 @@ rc=$?
 expect_line "$ERR" "^ginrun: rank 1 (pid [0-9]*) killed by signal 9" "rank death"
 rc=0; expect_private 2 "rank death"
 
-reset
-"$GINRUN" -n 2 sh -c "$RANK"'
+# A 2-rank job in the background (gpid), once both ranks said they live.
+start_live() {
+  "$GINRUN" -n 2 sh -c "$RANK"'
 exec sleep 30' >"$OUT" 2>"$ERR" &
-gpid=$!
-i=0
-while ! grep -q '^\[1\] live' "$OUT" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  gpid=$!
+  i=0
+  while ! grep -q '^\[1\] live' "$OUT" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+}
+
+reset
+start_live
 kill -TERM $gpid
 wait $gpid
 rc=$?
@@ -208,11 +213,7 @@ expect_rc 143 "$rc" "SIGTERM to ginrun"
 rc=0; expect_private 2 "SIGTERM to ginrun"
 
 reset
-"$GINRUN" -n 2 sh -c "$RANK"'
-exec sleep 30' >"$OUT" 2>"$ERR" &
-gpid=$!
-i=0
-while ! grep -q '^\[1\] live' "$OUT" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+start_live
 pid=$(sed -n 's/^\[0\] live \([0-9]*\)$/\1/p' "$OUT")
 dir=$(sed -n 's/^\[0\] pipe=\(.*\)\/pipe log=.*/\1/p' "$OUT")
 kill -KILL $gpid
