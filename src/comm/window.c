@@ -42,7 +42,7 @@ gin_result_t gin_window_init_(gin_comm_t c) {
   gin_dev_window_t *tab = (gin_dev_window_t *)calloc(m, sizeof *tab);
   if (!tab) return GIN_ERROR(GIN_ERR_NOMEM, "window table");
   for (uint32_t i = 0; i < c->max_windows; i++) {
-    tab[i].gen = c->wins[i].gen;
+    tab[i].state = c->wins[i].gen;
     tab[i].base = c->bases_dev + (size_t)i * n;
   }
   gin_result_t res =
@@ -60,8 +60,7 @@ static gin_result_t slot_publish(gin_comm_t c, uint32_t i) {
   gin_dev_window_t d;
   memset(&d, 0, sizeof d);
   d.size = w->size;
-  d.gen = w->gen;
-  d.live = (uint32_t)w->live;
+  d.state = w->gen | (w->live ? GIN_DEV_WINDOW_LIVE : 0);
   d.base = c->bases_dev + (size_t)i * n;
   return gin_arch_copy(&c->wins_dev[i], &d, sizeof d);
 }

@@ -34,6 +34,9 @@
 #define GIN_GLOBAL
 #define GIN_RESTRICT restrict
 #endif
+/* A condition that holds only where a call fails: its code goes out of
+ * the fast path's line. */
+#define GIN_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ------------------------------------------------------------ indices */
 

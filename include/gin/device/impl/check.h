@@ -85,8 +85,18 @@ GIN_DEVICE_FN int gin_dev_window_idx_(const gin_devcomm_t *dc, gin_window_t w,
   return GIN_SUCCESS;
 }
 
-/* Window handle w is still registered, at its generation: the one check
- * that loads (its table slot, gin_dev_window_idx_ first). A put issues
+/* Whether handle w's slot no longer holds it (retired, or reused at
+ * another generation): one load of the slot's state, the one check that
+ * loads (gin_dev_window_idx_ first). A plain load (the L1 path): through
+ * the non-coherent path (ld.global.nc) the check cost an 8-byte round
+ * trip 0.2-0.3 us more (docs/PERFORMANCE.md, "Design figures"). The slot
+ * changes only while no kernel may use it. */
+GIN_DEVICE_FN int gin_dev_window_dead_(const gin_devcomm_t *dc,
+                                       gin_window_t w) {
+  return dc->windows[w.idx].state != (GIN_DEV_WINDOW_LIVE | w.gen);
+}
+
+/* Window handle w is still registered, at its generation. A put issues
  * the load beside its source's and acts on it before it writes anything,
  * so the check adds no wait on the way: a handle whose window was
  * deregistered fails before any write, though its source was read (from
@@ -94,12 +104,17 @@ GIN_DEVICE_FN int gin_dev_window_idx_(const gin_devcomm_t *dc, gin_window_t w,
  * fault first, as any read of freed memory). */
 GIN_DEVICE_FN int gin_dev_window_live_(const gin_devcomm_t *dc, gin_window_t w,
                                        int64_t peer) {
-  if (!GIN_DEV_CHECKS_ON) return GIN_SUCCESS;
-  const gin_dev_window_t *dw = &dc->windows[w.idx];
-  uint32_t gen = gin_ro_u32(&dw->gen), live = gin_ro_u32(&dw->live);
-  if (!live || gen != w.gen)
-    return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, gen);
-  return GIN_SUCCESS;
+  if (!GIN_DEV_CHECKS_ON || !gin_dev_window_dead_(dc, w)) return GIN_SUCCESS;
+  return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen,
+                      (uint32_t)gin_ro_u64(&dc->windows[w.idx].state));
+}
+
+/* A put's two windows still registered (destination at rank w, source
+ * here), checked one by one to name the failure. */
+GIN_DEVICE_FN int gin_dev_windows_live_(const gin_devcomm_t *dc, int w,
+                                        gin_window_t dst, gin_window_t src) {
+  int rc = gin_dev_window_live_(dc, dst, w);
+  return rc ? rc : gin_dev_window_live_(dc, src, dc->rank);
 }
 
 /* Rank w's base of window `win` (checked by gin_dev_window_live_): from the
@@ -202,6 +217,54 @@ GIN_DEVICE_FN int gin_dev_actions_(const gin_devcomm_t *dc, int64_t peer,
     return gin_dev_counter_id_(dc, local.counter);
   }
   return GIN_SUCCESS;
+}
+
+/* gin_dev_actions_'s test as one predicate (no short-circuit): nonzero
+ * where it would fail. */
+GIN_DEVICE_FN int gin_dev_actions_bad_(const gin_devcomm_t *dc,
+                                       gin_remote_t remote, gin_local_t local) {
+  int rk = remote.kind, lk = local.kind;
+  int rbad = ((rk != GIN_REMOTE_SIGNAL_INC) & (rk != GIN_REMOTE_SIGNAL_ADD)) |
+             ((unsigned)remote.signal >= (unsigned)dc->nsignals);
+  int lbad = (lk != GIN_LOCAL_COUNTER_INC) |
+             ((unsigned)local.counter >= (unsigned)dc->ncounters);
+  return ((rk != GIN_REMOTE_NONE) & rbad) | ((lk != GIN_LOCAL_NONE) & lbad);
+}
+
+/* A put's checks that need no load (context, peer, both windows' indices
+ * and ranges, actions), in the order that names the first failure. */
+GIN_DEVICE_FN int gin_dev_put_args_(const gin_devcomm_t *dc, int ctx,
+                                    gin_team_t team, int peer, gin_window_t dst,
+                                    size_t dst_off, gin_window_t src,
+                                    size_t src_off, size_t bytes,
+                                    gin_remote_t remote, gin_local_t local) {
+  int w = 0, rc;
+  if ((rc = gin_dev_ctx_(dc, ctx)) ||
+      (rc = gin_dev_peer_(dc, team, peer, &w)) ||
+      (rc = gin_dev_window_idx_(dc, dst, w)) ||
+      (rc = gin_dev_window_idx_(dc, src, dc->rank)) ||
+      (rc = gin_dev_range_(dc, dst, w, dst_off, bytes)) ||
+      (rc = gin_dev_range_(dc, src, dc->rank, src_off, bytes)))
+    return rc;
+  return gin_dev_actions_(dc, w, remote, local);
+}
+
+/* gin_dev_put_args_ as one predicate of compares joined without
+ * short-circuits (world rank w resolved from the team): a valid call pays
+ * the compares and one branch, where the chain of checks pays a branch
+ * and its reconvergence each; a failing one runs the chain to name the
+ * first failure (docs/PERFORMANCE.md, "Design figures"). */
+GIN_DEVICE_FN int gin_dev_put_bad_(const gin_devcomm_t *dc, int ctx, int w,
+                                   gin_window_t dst, size_t dst_off,
+                                   gin_window_t src, size_t src_off,
+                                   size_t bytes, gin_remote_t remote,
+                                   gin_local_t local) {
+  return ((unsigned)ctx >= (unsigned)dc->nctx) |
+         ((unsigned)w >= (unsigned)dc->nranks) |
+         (dst.idx >= dc->max_windows) | (src.idx >= dc->max_windows) |
+         (dst_off > dst.size) | (bytes > dst.size - dst_off) |
+         (src_off > src.size) | (bytes > src.size - src_off) |
+         gin_dev_actions_bad_(dc, remote, local);
 }
 
 /* Rolling comparison: v is at or past `least` in a counter of `bits` bits

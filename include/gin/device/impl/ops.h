@@ -253,17 +253,17 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
                           gin_window_t src, size_t src_off, size_t bytes,
                           gin_remote_t remote, gin_local_t local,
                           gin_coop_t coop) {
-  int w = 0, rc;
+  int w = gin_team_world_rank(team, peer), rc;
   /* The checks that need no load (ids and limits from the devcomm, sizes
-   * from the handles) before the source is read; whether the windows are
-   * still registered (a load each) beside the source's load, acted on
-   * before anything is written (gin_dev_window_live_). */
-  if ((rc = gin_dev_ctx_(dc, ctx)) ||
-      (rc = gin_dev_peer_(dc, team, peer, &w)) ||
-      (rc = gin_dev_window_idx_(dc, dst, w)) ||
-      (rc = gin_dev_window_idx_(dc, src, dc->rank)) ||
-      (rc = gin_dev_range_(dc, dst, w, dst_off, bytes)) ||
-      (rc = gin_dev_range_(dc, src, dc->rank, src_off, bytes)))
+   * from the handles) before the source is read, as one predicate; the
+   * windows' liveness (a load each) beside the source's load, acted on
+   * before anything is written (gin_dev_window_live_). Where the
+   * predicate holds, the checks run one by one to name the failure. */
+  if (GIN_DEV_CHECKS_ON &&
+      GIN_UNLIKELY(gin_dev_put_bad_(dc, ctx, w, dst, dst_off, src, src_off,
+                                    bytes, remote, local)) &&
+      (rc = gin_dev_put_args_(dc, ctx, team, peer, dst, dst_off, src, src_off,
+                              bytes, remote, local)))
     return rc;
   /* Up to `part` bytes per thread, the coop's threads read the source
    * into registers once the checks that need no load passed, before the
@@ -295,11 +295,14 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * Mops/s (docs/PERFORMANCE.md, "Design figures"). */
   int shut = gin_dev_shut_(dc);
   int route = gin_dev_route_(dc, w);
-  if ((rc = gin_dev_window_live_(dc, dst, w)) ||
-      (rc = gin_dev_window_live_(dc, src, dc->rank)) ||
-      (rc = gin_dev_actions_(dc, w, remote, local)))
-    return rc;
+  /* Acted on right before the first write, so that the route's decoding
+   * and the destination's select run while the slot's load is out. */
+  int dead = GIN_DEV_CHECKS_ON && (gin_dev_window_dead_(dc, dst) |
+                                   gin_dev_window_dead_(dc, src));
   if (!gin_route_direct_(route)) {
+    if (GIN_UNLIKELY(dead) &&
+        (rc = gin_dev_windows_live_(dc, w, dst, src)))
+      return rc;
     if ((rc = gin_dev_path_ok_(dc, w, route))) return rc;
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
                          bytes, remote, local, coop);
@@ -308,6 +311,8 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
    * of them have written their part of the source (as on the proxy path);
    * no signal once the communicator aborted (gin_dev_shut_). */
   char *d = gin_dev_base_(dc, dst, w) + dst_off;
+  if (GIN_UNLIKELY(dead) && (rc = gin_dev_windows_live_(dc, w, dst, src)))
+    return rc;
   if (small) {
     if (len) gin_small_store(d + o, v, len);
   } else {
@@ -617,7 +622,7 @@ GIN_DEVICE_FN void *gin_window_peer_ptr(const gin_devcomm_t *dc,
   int w = gin_team_world_rank(team, peer);
   if (w < 0 || w >= dc->nranks || win.idx >= dc->max_windows) return NULL;
   const gin_dev_window_t *dw = &dc->windows[win.idx];
-  if (!gin_ro_u32(&dw->live) || gin_ro_u32(&dw->gen) != win.gen ||
+  if (gin_ro_u64(&dw->state) != (GIN_DEV_WINDOW_LIVE | win.gen) ||
       off > gin_ro_u64(&dw->size))
     return NULL;
   char **base = (char **)gin_ro_ptr((void *const *)&dw->base);

@@ -28,13 +28,16 @@ struct gin_window {
 };
 
 /* One window table slot, as device code sees it. base[r] is rank r's window
- * mapped into this rank (NULL where not mapped). */
+ * mapped into this rank (NULL where not mapped). state: the slot's
+ * generation in its low 32 bits, GIN_DEV_WINDOW_LIVE set while a window
+ * is registered there: a handle is live when state equals
+ * GIN_DEV_WINDOW_LIVE | its generation (one load, one compare). */
 typedef struct gin_dev_window {
   uint64_t size;
-  uint32_t gen;
-  uint32_t live;
+  uint64_t state;
   char **base;
 } gin_dev_window_t;
+#define GIN_DEV_WINDOW_LIVE ((uint64_t)1 << 32)
 
 /* Kinds of error a device call can record. */
 enum {
