@@ -181,6 +181,14 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
     w->host_kind = hostmem != NULL;
     w->hptr = hostmem ? (char *)hostmem->host + me->offset : NULL;
     res = slot_map(c, w, recs);
+    /* Collective (every rank reaches it: slot_map fails on one rank only
+     * for local reasons, which its transports' exchange then carries). */
+    gin_result_t t = gin_proxy_window(c->proxy, slot, 1);
+    if (res == GIN_SUCCESS && t != GIN_SUCCESS) {
+      res = t;
+      slot_unmap(c, w);
+    }
+    if (res != GIN_SUCCESS) (void)gin_proxy_window(c->proxy, slot, 0);
   }
   if (res == GIN_SUCCESS) {
     /* Proxy threads read the slot concurrently: live last, with release. */
@@ -188,6 +196,7 @@ gin_result_t gin_window_register_(gin_comm_t c, void *ptr, size_t size,
     res = slot_publish(c, slot);
     if (res != GIN_SUCCESS) {
       __atomic_store_n(&w->live, 0, __ATOMIC_RELEASE);
+      (void)gin_proxy_window(c->proxy, slot, 0);
       slot_unmap(c, w);
     }
   }
@@ -224,6 +233,7 @@ static gin_result_t slot_retire(gin_comm_t c, uint32_t i) {
   if (!w->host_kind && gin_mem_lookup_(w->ptr, w->size, &info) == GIN_SUCCESS)
     gin_mem_ref_(info.base, -1);
   __atomic_store_n(&w->live, 0, __ATOMIC_RELEASE);
+  (void)gin_proxy_window(c->proxy, i, 0); /* local: nothing to fail */
   slot_unmap(c, w);
   uint32_t gen = w->gen + 1;
   __atomic_store_n(&w->gen, gen ? gen : 1, __ATOMIC_RELEASE);

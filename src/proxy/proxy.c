@@ -178,6 +178,17 @@ static inline int win_ok(const gin_job_t *c, uint32_t v, uint64_t off,
   return 1;
 }
 
+gin_result_t gin_proxy_window(struct gin_proxy *px, uint32_t slot, int live) {
+  if (!px) return GIN_SUCCESS;
+  gin_result_t res = GIN_SUCCESS;
+  for (int t = 0; t < GIN_TRANSPORT_MAX; t++) {
+    if (!px->ops[t] || !px->ops[t]->window) continue;
+    gin_result_t r = px->ops[t]->window(px->state[t], slot, live);
+    if (res == GIN_SUCCESS) res = r;
+  }
+  return res;
+}
+
 /* Validates a descriptor copy; fills the transfer. 0 and msg if bad. */
 static int desc_check(const gin_job_t *c, const gin_proxy_ring_t *r,
                       const gin_desc_t *d, gin_xfer_t *x, char *msg,
@@ -201,7 +212,8 @@ static int desc_check(const gin_job_t *c, const gin_proxy_ring_t *r,
     if (!win_ok(c, d->dst_win, d->dst_off, d->bytes, "destination", msg, len) ||
         !win_ok(c, d->src_win, d->src_off, d->bytes, "source", msg, len))
       return 0;
-    x->src = c->wins[GIN_DESC_WIN_IDX(d->src_win)].ptr;
+    x->src_win = GIN_DESC_WIN_IDX(d->src_win);
+    x->src = c->wins[x->src_win].ptr;
     x->src = (const char *)x->src + d->src_off;
     break;
   case GIN_OP_PUT_VALUE:
@@ -256,27 +268,40 @@ static int desc_check(const gin_job_t *c, const gin_proxy_ring_t *r,
   return 1;
 }
 
-/* Hands an operation that transport t had no room for to it again,
- * driving the transport meanwhile (bounded by the timeout from `since`).
- * The deadline is only read here, off the per-descriptor path. */
-static gin_result_t proxy_retry_loop(struct gin_proxy *px, int t,
-                                     const gin_xfer_t *x, uint64_t since) {
+/* Hands an operation that transport t had no room for to it again (x
+ * NULL: asks its flush again), driving the transport meanwhile (bounded
+ * by the timeout from `since`); `peer` is the one waited for. The
+ * deadline is only read here, off the per-descriptor path. */
+static gin_result_t proxy_retry_loop(struct gin_proxy *px, proxy_thread_t *th,
+                                     int t, const gin_xfer_t *x, int peer,
+                                     uint64_t since) {
   const gin_job_t *c = px->job;
   const gin_transport_ops_t *ops = px->ops[t];
   uint64_t deadline = since + (uint64_t)c->timeout_ms * 1000000ull;
-  for (;;) {
+  /* A flush that waits holds the ring's slots: no room either. */
+  const char *what =
+      x ? "had no room" : "had no room (its sends did not complete)";
+  for (unsigned i = 0;; i++) {
     GIN_CHECK(ops->progress(px->state[t]));
+    /* A flush waits for several peers: the one it waits for now is on
+     * record (the others' sends may complete meanwhile). */
+    if (!x && ops->flush_peer && (i & 63) == 0) {
+      int p = ops->flush_peer(px->state[t]);
+      if (p >= 0) peer = p;
+      if (th) __atomic_store_n(&th->stuck_peer, peer, __ATOMIC_RELEASE);
+    }
     if (gin_job_aborted_by(c))
       return GIN_ERROR(GIN_ERR_ABORTED,
-                       "proxy: communicator aborted while transport %s had "
-                       "no room (peer %d)",
-                       ops->name, x->peer);
+                       "proxy: communicator aborted while transport %s %s "
+                       "(peer %d)",
+                       ops->name, what, peer);
     if (gin_now_ns() > deadline)
       return GIN_ERROR(GIN_ERR_TIMEOUT,
-                       "proxy: transport %s had no room for %lld ms: peer %d "
+                       "proxy: transport %s %s for %lld ms: peer %d "
                        "takes nothing (stopped, or too slow)",
-                       ops->name, (long long)c->timeout_ms, x->peer);
-    gin_result_t res = ops->put(px->state[t], x);
+                       ops->name, what, (long long)c->timeout_ms, peer);
+    gin_result_t res =
+        x ? ops->put(px->state[t], x) : ops->flush(px->state[t]);
     if (res != GIN_ERR_AGAIN) return res;
     sched_yield(); /* the receiver may need this core to make room */
   }
@@ -286,17 +311,21 @@ static gin_result_t proxy_retry_loop(struct gin_proxy *px, int t,
  * kept if it fails: the communicator is then done): a kernel that times
  * out on the full ring behind it is told which peer held the proxy up
  * (gin_proxy_stuck), not only the one it was putting to, even when its
- * report is formed after the proxy gave up. */
+ * report is formed after the proxy gave up. x NULL: a flush. */
 static gin_result_t proxy_issue_retry(struct gin_proxy *px, proxy_thread_t *th,
                                       int t, const gin_xfer_t *x) {
   uint64_t since = gin_now_ns();
+  const gin_transport_ops_t *ops = px->ops[t];
+  int peer = x                ? x->peer
+             : ops->flush_peer ? ops->flush_peer(px->state[t])
+                               : -1;
   /* A wait that failed stays on record (only a failure sets its end). */
   if (__atomic_load_n(&th->stuck_end_ns, __ATOMIC_RELAXED))
-    return proxy_retry_loop(px, t, x, since);
+    return proxy_retry_loop(px, NULL, t, x, peer, since);
   __atomic_store_n(&th->stuck_since_ns, since, __ATOMIC_RELAXED);
   __atomic_store_n(&th->stuck_t, t, __ATOMIC_RELAXED);
-  __atomic_store_n(&th->stuck_peer, x->peer, __ATOMIC_RELEASE);
-  gin_result_t res = proxy_retry_loop(px, t, x, since);
+  __atomic_store_n(&th->stuck_peer, peer, __ATOMIC_RELEASE);
+  gin_result_t res = proxy_retry_loop(px, th, t, x, peer, since);
   if (res == GIN_SUCCESS)
     __atomic_store_n(&th->stuck_peer, -1, __ATOMIC_RELEASE);
   else
@@ -431,6 +460,7 @@ static void pass_complete(struct gin_proxy *px, proxy_thread_t *th,
   for (int t = 0; used; t++, used >>= 1) {
     if (!(used & 1)) continue;
     gin_result_t res = px->ops[t]->flush(px->state[t]);
+    if (res == GIN_ERR_AGAIN) res = proxy_issue_retry(px, th, t, NULL);
     if (res == GIN_SUCCESS || !ok) continue;
     const gin_proxy_ring_t *r = th->rings[0]; /* the first with a batch */
     for (int i = 1; !r->pending && i < th->nrings; i++)

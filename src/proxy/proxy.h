@@ -64,6 +64,13 @@ void gin_proxy_detach(struct gin_proxy *px);
 int gin_proxy_stuck(struct gin_proxy *px, int *peer, uint64_t *ms,
                     const char **transport);
 
+/* Tells every transport that window slot `slot` was registered (live 1:
+ * collective, on every rank before the slot goes live) or is being
+ * deregistered (live 0: this rank, once no operation on it is in flight;
+ * gin_transport_ops_t.window). px NULL: nothing. Returns the first
+ * failure, every transport told. */
+gin_result_t gin_proxy_window(struct gin_proxy *px, uint32_t slot, int live);
+
 /* Creates the rings of one device communicator (nctx of them), fills
  * dc->rings (device view), and hands them to the proxy threads. sig_win:
  * the host-kind window holding the proxy's part of the signals;

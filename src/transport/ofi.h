@@ -13,6 +13,15 @@
  *            u32, the endpoint's name (fi_getname, GIN_OFI_NAME_MAX bytes,
  *            zero after the name), then bit r % 8 of byte r / 8 set for
  *            each rank r the sender uses ofi with, zero padding to 8.
+ *   write token: the remote CQ data of an RMA write, which stands in the
+ *            sender's message sequence: the sender's rank and the
+ *            write's sequence number, in 8 bytes (rank << 32 | seq) where
+ *            the provider carries 8, else in 4 (rank << 20 | seq's low 20
+ *            bits; jobs of at most 4096 ranks), the receiver taking the
+ *            sequence number nearest the one it expects next.
+ *   window key (GIN_OFI_KEY_BYTES): status u32 (1: registered for RMA
+ *            writes, 0: not), generation u32, address u64 (the base
+ *            writes add their offset to), key u64.
  *
  * Layering: uses base/net.h (little endian helpers, why texts); used by
  * ofi.c and tests.
@@ -41,6 +50,35 @@ typedef struct gin_ofi_prefix {
 
 _Static_assert(sizeof(gin_ofi_prefix_t) == GIN_OFI_PREFIX_BYTES,
                "ofi prefix is 16 bytes");
+
+#define GIN_OFI_KEY_BYTES 24
+/* Ranks a 4-byte write token can name. */
+#define GIN_OFI_TOKEN4_RANKS 4096
+
+/* The remote CQ data of rank's write with sequence number seq, in a
+ * provider's cq_data_bytes (4 or 8; rank < GIN_OFI_TOKEN4_RANKS for 4). */
+uint64_t gin_ofi_token_encode(int rank, uint32_t seq, size_t cq_data_bytes);
+
+/* Decodes write token `data` that rank `self` of an nranks job received,
+ * with cq_data_bytes as in gin_ofi_token_encode; next_seq(arg, rank)
+ * gives the sequence number expected next from a rank, which a 4-byte
+ * token's 20 bits are widened around. Checks the sender as
+ * gin_ofi_prefix_check does. Pure. Returns GIN_SUCCESS with *rank_out and
+ * *seq_out, or GIN_ERR_PROTOCOL with what was wrong in why;
+ * GIN_ERR_INVALID on NULL use or next_seq. */
+gin_result_t gin_ofi_token_decode(uint64_t data, size_t cq_data_bytes,
+                                  int self, int nranks, const uint8_t *use,
+                                  uint32_t (*next_seq)(void *arg, int rank),
+                                  void *arg, char *why, size_t why_len,
+                                  int *rank_out, uint32_t *seq_out);
+
+/* One rank's window key as GIN_OFI_KEY_BYTES wire bytes. */
+void gin_ofi_key_encode(uint32_t status, uint32_t gen, uint64_t addr,
+                        uint64_t key, uint8_t *out);
+/* Decodes one window key; 0 where its status is not 1 (the rank did not
+ * register the window for writes). Pure. */
+int gin_ofi_key_decode(const uint8_t *in, uint32_t *gen, uint64_t *addr,
+                       uint64_t *key);
 
 /* Writes p as GIN_OFI_PREFIX_BYTES wire bytes to out. */
 void gin_ofi_prefix_encode(const gin_ofi_prefix_t *p, uint8_t *out);

@@ -50,6 +50,61 @@ gin_result_t gin_ofi_prefix_check(const void *buf, size_t len, size_t least,
   return GIN_SUCCESS;
 }
 
+#define TOKEN4_SEQ_BITS 20
+
+uint64_t gin_ofi_token_encode(int rank, uint32_t seq, size_t cq_data_bytes) {
+  if (cq_data_bytes >= 8) return (uint64_t)(uint32_t)rank << 32 | seq;
+  return (uint64_t)(uint32_t)rank << TOKEN4_SEQ_BITS |
+         (seq & ((1u << TOKEN4_SEQ_BITS) - 1));
+}
+
+gin_result_t gin_ofi_token_decode(uint64_t data, size_t cq_data_bytes,
+                                  int self, int nranks, const uint8_t *use,
+                                  uint32_t (*next_seq)(void *arg, int rank),
+                                  void *arg, char *why, size_t why_len,
+                                  int *rank_out, uint32_t *seq_out) {
+  if (!use || !next_seq) return GIN_ERR_INVALID;
+  int wide = cq_data_bytes >= 8;
+  uint64_t rank = wide ? data >> 32 : data >> TOKEN4_SEQ_BITS;
+  if (!wide && data >> 32)
+    return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
+                       "write token 0x%llx wider than 4 bytes",
+                       (unsigned long long)data);
+  if (rank >= (uint64_t)nranks || (int)rank == self || !use[rank])
+    return gin_net_why(why, why_len, GIN_ERR_PROTOCOL,
+                       "write token from rank %llu, not an ofi peer of rank "
+                       "%d (%d ranks)",
+                       (unsigned long long)rank, self, nranks);
+  uint32_t seq = (uint32_t)data;
+  if (!wide) {
+    /* The value with these low bits nearest the expected one. */
+    const uint32_t span = 1u << TOKEN4_SEQ_BITS;
+    uint32_t next = next_seq(arg, (int)rank);
+    uint32_t delta = ((uint32_t)data - next) & (span - 1);
+    seq = delta < span / 2 ? next + delta : next - (span - delta);
+  }
+  *rank_out = (int)rank;
+  *seq_out = seq;
+  return GIN_SUCCESS;
+}
+
+void gin_ofi_key_encode(uint32_t status, uint32_t gen, uint64_t addr,
+                        uint64_t key, uint8_t *out) {
+  gin_le_put32(out, status);
+  gin_le_put32(out + 4, gen);
+  gin_le_put64(out + 8, addr);
+  gin_le_put64(out + 16, key);
+}
+
+int gin_ofi_key_decode(const uint8_t *in, uint32_t *gen, uint64_t *addr,
+                       uint64_t *key) {
+  if (gin_le_get32(in) != 1) return 0;
+  *gen = gin_le_get32(in + 4);
+  *addr = gin_le_get64(in + 8);
+  *key = gin_le_get64(in + 16);
+  return 1;
+}
+
 size_t gin_ofi_entry_bytes(int nranks) {
   size_t n = nranks > 0 ? (size_t)nranks : 0;
   return (GIN_OFI_ENTRY_HEAD + (n + 7) / 8 + 7) & ~(size_t)7;

@@ -22,6 +22,7 @@ typedef struct gin_xfer {
   int op;          /* GIN_OP_PUT, GIN_OP_PUT_VALUE, GIN_OP_SIGNAL */
   int peer;        /* world rank */
   const void *src; /* PUT: source bytes (this rank's window) */
+  uint32_t src_win; /* PUT: the source's window slot */
   uint64_t value;  /* PUT_VALUE: the value (low `bytes` bytes) */
   uint64_t bytes;
   uint32_t dst_win; /* window slot at the peer (symmetric) */
@@ -47,8 +48,14 @@ typedef struct gin_transport_ops {
    * call progress and again. */
   gin_result_t (*put)(void *state, const gin_xfer_t *x);
   /* Finishes reading every source of the operations started so far (the
-   * proxy then counts them and frees their ring slots). */
+   * proxy then counts them and frees their ring slots). GIN_ERR_AGAIN:
+   * some are still being read (RMA writes in flight); the proxy drives
+   * progress and calls it again, bounded by the timeout, naming the peer
+   * flush_peer gives. */
   gin_result_t (*flush)(void *state);
+  /* Optional (NULL: none): the peer whose operations a flush that said
+   * GIN_ERR_AGAIN waits for, -1 if none. */
+  int (*flush_peer)(void *state);
   /* Drives sends and applies received operations; never blocks long. */
   gin_result_t (*progress)(void *state);
   void (*fini)(void *state);
@@ -68,6 +75,13 @@ typedef struct gin_transport_ops {
    * NULL: progress never has anything to do that a ring descriptor does
    * not start (ipc, null). Called by the thread that calls progress. */
   int (*wait_fd)(void *state);
+  /* Optional (NULL: none): window slot `slot` of the job's table was
+   * registered (live 1: collective, every rank calls it for the same
+   * slot in the same order, before the slot goes live) or is being
+   * deregistered (live 0: before its memory is unmapped; this rank alone,
+   * no operation on the window in flight). A transport that writes into
+   * peers' windows registers them with its network here. */
+  gin_result_t (*window)(void *state, uint32_t slot, int live);
 } gin_transport_ops_t;
 
 #define GIN_WAIT_BUSY (-2)
