@@ -300,8 +300,7 @@ static gin_result_t proxy_retry_loop(struct gin_proxy *px, proxy_thread_t *th,
                        "proxy: transport %s %s for %lld ms: peer %d "
                        "takes nothing (stopped, or too slow)",
                        ops->name, what, (long long)c->timeout_ms, peer);
-    gin_result_t res =
-        x ? ops->put(px->state[t], x) : ops->flush(px->state[t]);
+    gin_result_t res = x ? ops->put(px->state[t], x) : ops->flush(px->state[t]);
     if (res != GIN_ERR_AGAIN) return res;
     sched_yield(); /* the receiver may need this core to make room */
   }
@@ -316,9 +315,7 @@ static gin_result_t proxy_issue_retry(struct gin_proxy *px, proxy_thread_t *th,
                                       int t, const gin_xfer_t *x) {
   uint64_t since = gin_now_ns();
   const gin_transport_ops_t *ops = px->ops[t];
-  int peer = x                ? x->peer
-             : ops->flush_peer ? ops->flush_peer(px->state[t])
-                               : -1;
+  int peer = x ? x->peer : ops->flush_peer ? ops->flush_peer(px->state[t]) : -1;
   /* A wait that failed stays on record (only a failure sets its end). */
   if (__atomic_load_n(&th->stuck_end_ns, __ATOMIC_RELAXED))
     return proxy_retry_loop(px, NULL, t, x, peer, since);

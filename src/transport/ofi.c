@@ -110,7 +110,7 @@ GIN_PARAM_INT(param_ofi_rma_min, "OFI_RMA_MIN", 65536,
 #define OFI_WR_PEER 16
 #define OFI_WR_MAX 256
 #define OFI_WR_BYTES (4u << 20) /* the largest single write */
-#define OFI_QUEUE 256  /* provider send and receive queue entries */
+#define OFI_QUEUE 256           /* provider send and receive queue entries */
 #define OFI_CQ_BATCH 16
 #define OFI_INJECT_MAX 4096 /* injected messages are built on the stack */
 #define OFI_FINI_MS 5000    /* fini waits this long for sends to complete */
@@ -195,15 +195,15 @@ typedef struct ofi_state {
   /* RMA writes. `any` is the same on every rank: some rank uses ofi, so
    * window keys are all-gathered; `rma`: this rank writes. */
   int any, rma;
-  int rx_cq_data;    /* remote CQ data consumes a posted receive */
-  size_t cq_data;    /* bytes of remote CQ data (4 or 8) */
-  uint64_t rma_min;  /* GIN_OFI_RMA_MIN */
-  uint64_t rma_max;  /* the largest single write */
-  ofi_mr_t *mrs;     /* [max_windows] */
-  ofi_key_t *keys;   /* [max_windows * nranks] */
-  ofi_buf_t *wrs;    /* OFI_WR_MAX write contexts */
+  int rx_cq_data;   /* remote CQ data consumes a posted receive */
+  size_t cq_data;   /* bytes of remote CQ data (4 or 8) */
+  uint64_t rma_min; /* GIN_OFI_RMA_MIN */
+  uint64_t rma_max; /* the largest single write */
+  ofi_mr_t *mrs;    /* [max_windows] */
+  ofi_key_t *keys;  /* [max_windows * nranks] */
+  ofi_buf_t *wrs;   /* OFI_WR_MAX write contexts */
   ofi_buf_t *wr_free;
-  int wr_busy;       /* writes in flight */
+  int wr_busy;                        /* writes in flight */
   uint64_t nputs_rma, nwrites, nmsgs; /* counts, logged at fini */
 } ofi_state_t;
 
@@ -411,9 +411,9 @@ static gin_result_t rx_token(ofi_state_t *s, uint64_t data) {
   char why[160];
   int p;
   uint32_t seq;
-  gin_result_t res = gin_ofi_token_decode(
-      data, s->cq_data, s->job->rank, s->job->nranks, s->use, rx_next_seq, s,
-      why, sizeof why, &p, &seq);
+  gin_result_t res =
+      gin_ofi_token_decode(data, s->cq_data, s->job->rank, s->job->nranks,
+                           s->use, rx_next_seq, s, why, sizeof why, &p, &seq);
   if (res != GIN_SUCCESS)
     return GIN_ERROR(GIN_ERR_PROTOCOL,
                      "ofi: rank %d received a bad write token: %s",
@@ -589,10 +589,10 @@ static gin_result_t rma_write(ofi_state_t *s, int p, const gin_xfer_t *x,
       cq_drain_keep(s);
       if (c->wr_busy >= OFI_WR_PEER || !(b = s->wr_free)) return GIN_ERR_AGAIN;
     }
-    ssize_t rc = fi_writedata(
-        s->ep, src + *done, chunk, desc,
-        gin_ofi_token_encode(s->job->rank, c->tx_seq, s->cq_data), c->addr,
-        k->addr + x->dst_off + *done, k->key, &b->ctx);
+    ssize_t rc =
+        fi_writedata(s->ep, src + *done, chunk, desc,
+                     gin_ofi_token_encode(s->job->rank, c->tx_seq, s->cq_data),
+                     c->addr, k->addr + x->dst_off + *done, k->key, &b->ctx);
     if (rc == -FI_EAGAIN) return GIN_ERR_AGAIN;
     if (rc)
       return peer_fail(s, p, GIN_ERR_SYSTEM,
@@ -799,8 +799,8 @@ static int window_reg(ofi_state_t *s, uint32_t slot, uint64_t *addr,
   struct fid_mr *mr = NULL;
   /* Requested keys (providers that choose none) are unique: the pool
    * has 0. */
-  int rc = fi_mr_reg(s->domain, w->ptr, w->size, FI_WRITE | FI_REMOTE_WRITE,
-                     0, 1 + (uint64_t)slot, 0, &mr, NULL);
+  int rc = fi_mr_reg(s->domain, w->ptr, w->size, FI_WRITE | FI_REMOTE_WRITE, 0,
+                     1 + (uint64_t)slot, 0, &mr, NULL);
   const char *step = "fi_mr_reg";
   if (rc == 0 && (mode & FI_MR_ENDPOINT) &&
       ((step = "fi_mr_bind", rc = fi_mr_bind(mr, &s->ep->fid, 0)) ||
@@ -950,7 +950,8 @@ static void ofi_fini(void *state) {
     while (s->tx_busy + s->wr_busy > 0 && gin_now_ns() < deadline)
       (void)cq_drain(s);
     if (s->tx_busy + s->wr_busy > 0)
-      GIN_INFO(NET, "ofi: rank %d: %d sends, %d writes still in flight at close",
+      GIN_INFO(NET,
+               "ofi: rank %d: %d sends, %d writes still in flight at close",
                s->job->rank, s->tx_busy, s->wr_busy);
   }
   if (s->npeers)
@@ -1232,8 +1233,8 @@ static gin_result_t ofi_init(const gin_job_t *job, const uint8_t *use,
       s->any |= all[(size_t)r * esz + GIN_OFI_ENTRY_HEAD + b] != 0;
   if (s->any) {
     s->mrs = (ofi_mr_t *)calloc(job->max_windows, sizeof *s->mrs);
-    s->keys = (ofi_key_t *)calloc(
-        (size_t)job->max_windows * (unsigned)n, sizeof *s->keys);
+    s->keys = (ofi_key_t *)calloc((size_t)job->max_windows * (unsigned)n,
+                                  sizeof *s->keys);
     if (!s->mrs || !s->keys) {
       res = GIN_ERROR(GIN_ERR_NOMEM, "ofi: window keys of %d ranks", n);
       goto fail;

@@ -66,8 +66,8 @@ uint64_t gin_ofi_token_encode(int rank, uint32_t seq, size_t cq_data_bytes);
  * gin_ofi_prefix_check does. Pure. Returns GIN_SUCCESS with *rank_out and
  * *seq_out, or GIN_ERR_PROTOCOL with what was wrong in why;
  * GIN_ERR_INVALID on NULL use or next_seq. */
-gin_result_t gin_ofi_token_decode(uint64_t data, size_t cq_data_bytes,
-                                  int self, int nranks, const uint8_t *use,
+gin_result_t gin_ofi_token_decode(uint64_t data, size_t cq_data_bytes, int self,
+                                  int nranks, const uint8_t *use,
                                   uint32_t (*next_seq)(void *arg, int rank),
                                   void *arg, char *why, size_t why_len,
                                   int *rank_out, uint32_t *seq_out);

@@ -58,8 +58,8 @@ uint64_t gin_ofi_token_encode(int rank, uint32_t seq, size_t cq_data_bytes) {
          (seq & ((1u << TOKEN4_SEQ_BITS) - 1));
 }
 
-gin_result_t gin_ofi_token_decode(uint64_t data, size_t cq_data_bytes,
-                                  int self, int nranks, const uint8_t *use,
+gin_result_t gin_ofi_token_decode(uint64_t data, size_t cq_data_bytes, int self,
+                                  int nranks, const uint8_t *use,
                                   uint32_t (*next_seq)(void *arg, int rank),
                                   void *arg, char *why, size_t why_len,
                                   int *rank_out, uint32_t *seq_out) {

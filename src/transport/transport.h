@@ -19,11 +19,11 @@
 
 /* One operation, already validated by the proxy against the windows. */
 typedef struct gin_xfer {
-  int op;          /* GIN_OP_PUT, GIN_OP_PUT_VALUE, GIN_OP_SIGNAL */
-  int peer;        /* world rank */
-  const void *src; /* PUT: source bytes (this rank's window) */
+  int op;           /* GIN_OP_PUT, GIN_OP_PUT_VALUE, GIN_OP_SIGNAL */
+  int peer;         /* world rank */
+  const void *src;  /* PUT: source bytes (this rank's window) */
   uint32_t src_win; /* PUT: the source's window slot */
-  uint64_t value;  /* PUT_VALUE: the value (low `bytes` bytes) */
+  uint64_t value;   /* PUT_VALUE: the value (low `bytes` bytes) */
   uint64_t bytes;
   uint32_t dst_win; /* window slot at the peer (symmetric) */
   uint64_t dst_off;

@@ -28,12 +28,12 @@ void gin_wire_header(const gin_job_t *job, const gin_xfer_t *x, uint64_t done,
 
 int gin_wire_xfer_same(const gin_xfer_t *a, const gin_xfer_t *b) {
   return a->op == b->op && a->peer == b->peer && a->src == b->src &&
-         a->src_win == b->src_win &&
-         a->value == b->value && a->bytes == b->bytes &&
-         a->dst_win == b->dst_win && a->dst_off == b->dst_off &&
-         a->has_signal == b->has_signal && a->sig_win == b->sig_win &&
-         a->sig_off == b->sig_off && a->sig_add == b->sig_add &&
-         a->mode_off == b->mode_off && a->mode_bit == b->mode_bit;
+         a->src_win == b->src_win && a->value == b->value &&
+         a->bytes == b->bytes && a->dst_win == b->dst_win &&
+         a->dst_off == b->dst_off && a->has_signal == b->has_signal &&
+         a->sig_win == b->sig_win && a->sig_off == b->sig_off &&
+         a->sig_add == b->sig_add && a->mode_off == b->mode_off &&
+         a->mode_bit == b->mode_bit;
 }
 
 gin_result_t gin_wire_payload(const gin_xfer_t *x, const char *who,

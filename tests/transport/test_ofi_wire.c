@@ -167,8 +167,8 @@ static void token_case(const char *name, uint64_t data, size_t bytes,
                                           NULL, why, sizeof why, &r, &q);
   CHECK(got == want, "%s: got %d, want %d (%s)", name, got, want, why);
   if (want == GIN_SUCCESS) {
-    CHECK(r == rank && q == seq, "%s: decoded rank %d seq %u, want %d %u",
-          name, r, q, rank, seq);
+    CHECK(r == rank && q == seq, "%s: decoded rank %d seq %u, want %d %u", name,
+          r, q, rank, seq);
   } else {
     CHECK(strstr(why, word) != NULL, "%s: reason \"%s\" lacks \"%s\"", name,
           why, word);
@@ -186,19 +186,19 @@ static void tokens(void) {
   expect[1] = 1000;
   token_case("4 bytes, expected", gin_ofi_token_encode(1, 1000, 4), 4,
              GIN_SUCCESS, 1, 1000, "");
-  token_case("4 bytes, ahead", gin_ofi_token_encode(1, 1040, 4), 4,
-             GIN_SUCCESS, 1, 1040, "");
+  token_case("4 bytes, ahead", gin_ofi_token_encode(1, 1040, 4), 4, GIN_SUCCESS,
+             1, 1040, "");
   /* Already applied (behind): widened below, so the caller sees a repeat. */
-  token_case("4 bytes, behind", gin_ofi_token_encode(1, 990, 4), 4,
-             GIN_SUCCESS, 1, 990, "");
+  token_case("4 bytes, behind", gin_ofi_token_encode(1, 990, 4), 4, GIN_SUCCESS,
+             1, 990, "");
   expect[3] = 0xfffffff0u; /* the 32-bit count wraps past 2^20 steps too */
   token_case("4 bytes, across the wrap", gin_ofi_token_encode(3, 5, 4), 4,
              GIN_SUCCESS, 3, 5, "");
   expect[3] = 0x000ffff0u; /* the low 20 bits wrap */
-  token_case("4 bytes, low bits wrap", gin_ofi_token_encode(3, 0x100010u, 4),
-             4, GIN_SUCCESS, 3, 0x100010u, "");
-  token_case("from self", gin_ofi_token_encode(2, 1, 8), 8, GIN_ERR_PROTOCOL,
-             0, 0, "not an ofi peer");
+  token_case("4 bytes, low bits wrap", gin_ofi_token_encode(3, 0x100010u, 4), 4,
+             GIN_SUCCESS, 3, 0x100010u, "");
+  token_case("from self", gin_ofi_token_encode(2, 1, 8), 8, GIN_ERR_PROTOCOL, 0,
+             0, "not an ofi peer");
   token_case("rank out of range", gin_ofi_token_encode(9, 1, 8), 8,
              GIN_ERR_PROTOCOL, 0, 0, "rank 9");
   token_case("4-byte token too wide", 1ull << 40, 4, GIN_ERR_PROTOCOL, 0, 0,

@@ -260,11 +260,10 @@ GIN_DEVICE_FN int gin_dev_put_bad_(const gin_devcomm_t *dc, int ctx, int w,
                                    size_t bytes, gin_remote_t remote,
                                    gin_local_t local) {
   return ((unsigned)ctx >= (unsigned)dc->nctx) |
-         ((unsigned)w >= (unsigned)dc->nranks) |
-         (dst.idx >= dc->max_windows) | (src.idx >= dc->max_windows) |
-         (dst_off > dst.size) | (bytes > dst.size - dst_off) |
-         (src_off > src.size) | (bytes > src.size - src_off) |
-         gin_dev_actions_bad_(dc, remote, local);
+         ((unsigned)w >= (unsigned)dc->nranks) | (dst.idx >= dc->max_windows) |
+         (src.idx >= dc->max_windows) | (dst_off > dst.size) |
+         (bytes > dst.size - dst_off) | (src_off > src.size) |
+         (bytes > src.size - src_off) | gin_dev_actions_bad_(dc, remote, local);
 }
 
 /* Rolling comparison: v is at or past `least` in a counter of `bits` bits

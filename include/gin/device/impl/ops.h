@@ -297,11 +297,10 @@ GIN_DEVICE_FN int gin_put(const gin_devcomm_t *dc, int ctx, gin_team_t team,
   int route = gin_dev_route_(dc, w);
   /* Acted on right before the first write, so that the route's decoding
    * and the destination's select run while the slot's load is out. */
-  int dead = GIN_DEV_CHECKS_ON && (gin_dev_window_dead_(dc, dst) |
-                                   gin_dev_window_dead_(dc, src));
+  int dead = GIN_DEV_CHECKS_ON &&
+             (gin_dev_window_dead_(dc, dst) | gin_dev_window_dead_(dc, src));
   if (!gin_route_direct_(route)) {
-    if (GIN_UNLIKELY(dead) &&
-        (rc = gin_dev_windows_live_(dc, w, dst, src)))
+    if (GIN_UNLIKELY(dead) && (rc = gin_dev_windows_live_(dc, w, dst, src)))
       return rc;
     if ((rc = gin_dev_path_ok_(dc, w, route))) return rc;
     return gin_dev_post_(dc, ctx, GIN_OP_PUT, w, dst, dst_off, src, src_off,
