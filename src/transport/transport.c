@@ -14,8 +14,9 @@ GIN_PARAM_STR(param_transport, "TRANSPORT", "auto",
               "transport of proxied peers: auto (ipc where the peer's memory "
               "is mapped here, tcp to the others), ipc (the same), tcp (every "
               "peer, also those on this machine), ofi (every peer, through "
-              "libfabric: GIN_OFI_PROVIDER), or null (completes at once, "
-              "moves nothing: ring measurements)")
+              "libfabric: GIN_OFI_PROVIDER; the one to ask for on RDMA "
+              "fabrics), or null (completes at once, moves nothing: ring "
+              "measurements)")
 
 static const gin_transport_ops_t *const registry[] = {
     &gin_transport_ipc,
