@@ -17,6 +17,7 @@
 #include "comm/records.h"
 #include "comm/watch_msg.h"
 #include "fuzz_common.h"
+#include "transport/ofi.h"
 #include "transport/tcp.h"
 
 static const char *root;
@@ -578,6 +579,47 @@ static int watch_msg(void) {
   return rc;
 }
 
+/* fuzz_ofi_wire: a message prefix, write tokens of both widths and setup
+ * entries, valid and not. */
+static int ofi_wire(void) {
+  const char *fz = "fuzz_ofi_wire";
+  uint8_t m[88 + 8] = {0};
+  int rc = 0;
+  /* 2 ranks, this one 1, both use ofi: a message from rank 0. */
+  uint8_t pre[3] = {1, 1, 3};
+  gin_ofi_prefix_t p = {GIN_OFI_MAGIC, GIN_OFI_VERSION, 0, 0, 5};
+  gin_ofi_prefix_encode(&p, m);
+  rc |= put(fz, "prefix_ok", pre, 3, m, 88);
+  rc |= put(fz, "prefix_short", pre, 3, m, 40);
+  p.rank = 1; /* from itself */
+  gin_ofi_prefix_encode(&p, m);
+  rc |= put(fz, "prefix_self", pre, 3, m, 88);
+  /* Tokens: the expected sequence number, then the CQ data. */
+  uint8_t tok[12];
+  uint8_t pre8[3] = {1 | 1 << 4, 1, 3};
+  gin_le_put32(tok, 7);
+  gin_le_put64(tok + 4, gin_ofi_token_encode(0, 9, 8));
+  rc |= put(fz, "token8_ok", pre8, 3, tok, 12);
+  gin_le_put64(tok + 4, gin_ofi_token_encode(5, 9, 8));
+  rc |= put(fz, "token8_rank", pre8, 3, tok, 12);
+  uint8_t pre4[3] = {3 | 2 << 4, 2, 0xf}; /* 4 ranks, this one 2 */
+  gin_le_put32(tok, 0x000ffff0u);
+  gin_le_put64(tok + 4, gin_ofi_token_encode(1, 0x100010u, 4));
+  rc |= put(fz, "token4_wrap", pre4, 3, tok, 12);
+  gin_le_put64(tok + 4, 1ull << 40);
+  rc |= put(fz, "token4_wide", pre4, 3, tok, 12);
+  /* Entries of 2 ranks that use ofi with each other. */
+  uint8_t pree[3] = {1 | 3 << 4, 0, 3};
+  size_t esz = gin_ofi_entry_bytes(2);
+  uint8_t all[2 * 256] = {0}, use[2] = {1, 1};
+  gin_ofi_entry_encode(0, "ep0", 3, use, 2, all);
+  gin_ofi_entry_encode(0, "ep1", 3, use, 2, all + esz);
+  rc |= put(fz, "entries_ok", pree, 3, all, 2 * esz);
+  gin_ofi_entry_encode(0, NULL, 0, use, 2, all + esz); /* no name */
+  rc |= put(fz, "entries_noname", pree, 3, all, 2 * esz);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -586,7 +628,8 @@ int main(int argc, char **argv) {
   root = argv[1];
   if (mkdir(root, 0755) && errno != EEXIST) return 1;
   if (bs_hello() || bs_reply() || bs_coll() || tcp_hello() || tcp_header() ||
-      tcp_entries() || watch_msg() || comm_peer() || window_reg()) {
+      tcp_entries() || watch_msg() || comm_peer() || window_reg() ||
+      ofi_wire()) {
     perror("gen_corpus");
     return 1;
   }
