@@ -44,8 +44,8 @@ static void prefix(const uint8_t *t, size_t len, int n, int self,
   gin_result_t res =
       gin_ofi_prefix_check(t, len, HEAD, self, n, use, why, sizeof why, &p);
   FUZZ_ASSERT(res == GIN_SUCCESS || res == GIN_ERR_PROTOCOL);
-  FUZZ_ASSERT(gin_ofi_prefix_check(t, len, HEAD, self, n, use, NULL, 0,
-                                   NULL) == res);
+  FUZZ_ASSERT(gin_ofi_prefix_check(t, len, HEAD, self, n, use, NULL, 0, NULL) ==
+              res);
   if (res != GIN_SUCCESS) {
     fuzz_check_why(why, sizeof why);
     const uint8_t *q = (const uint8_t *)&p;
