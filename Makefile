@@ -9,7 +9,7 @@ NRANKS ?= 4
 CMAKE_FLAGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all build run test test-tcp test-ofi install asan tsan fuzz format format-check clean deps
+.PHONY: all build run test test-tcp test-ofi test-python install asan tsan fuzz format format-check clean deps
 
 all: build
 
@@ -50,6 +50,17 @@ test-ofi: build
 	cd $(BUILD) && GIN_BACKEND=proxy GIN_TRANSPORT=ofi GIN_OFI_PROVIDER=shm \
 	  ctest --output-on-failure -j 2 --timeout 600
 
+# The Python package: `pip install .` into a fresh virtual environment
+# (the host target's library; PY_CONFIG adds pip -C settings), then its
+# tests (tests/python) under the launcher it installs.
+PY ?= python3
+PY_ENV ?= build-py
+PY_CONFIG ?= -C cmake.define.GIN_CUDA=OFF
+test-python:
+	rm -rf $(PY_ENV) && $(PY) -m venv $(PY_ENV)
+	$(PY_ENV)/bin/pip install -q $(PY_CONFIG) -C build-dir=$(PY_ENV)/cmake ".[test]"
+	cd tests/python && ../../$(PY_ENV)/bin/python -m pytest -q
+
 # The suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
 	$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DGIN_CUDA=OFF -DGIN_SANITIZE=address,undefined" test
@@ -77,4 +88,4 @@ format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz build-py

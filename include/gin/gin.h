@@ -139,6 +139,11 @@ GIN_API gin_result_t gin_comm_init_built_(gin_comm_t *comm_out, int nranks,
 GIN_API gin_result_t gin_comm_init_from_env_built_(gin_comm_t *comm_out,
                                                    const gin_config_t *cfg,
                                                    const gin_build_t_ *build);
+/* The library's own build description (cuda 0), for a caller that
+ * compiles no device code against gin's headers and so has nothing of its
+ * own to check: a language binding (the Python package) hands this to
+ * gin_comm_init_built_ or gin_comm_init_from_env_built_. */
+GIN_API void gin_build_self_(gin_build_t_ *out);
 
 /* Tears down a communicator: windows and device communicators still
  * registered are released, peers' mappings closed, and the other ranks

@@ -15,6 +15,14 @@ const char *gin_version(void) {
       GIN_VERSION_MINOR) "." GIN_STR_(GIN_VERSION_PATCH);
 }
 
+void gin_build_self_(gin_build_t_ *out) {
+  if (!out) return;
+  out->version = GIN_VERSION_NUMBER;
+  out->devcomm_bytes = (uint32_t)sizeof(gin_devcomm_t);
+  out->window_bytes = (uint32_t)sizeof(gin_window_t);
+  out->cuda = 0;
+}
+
 gin_result_t gin_config_check_(const gin_config_t *cfg, const char *fn) {
   GIN_ARG_CHECK(!cfg || cfg->size == 0 || cfg->size == sizeof(gin_config_t),
                 "%s: cfg->size %zu is not sizeof(gin_config_t) %zu", fn,

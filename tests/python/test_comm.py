@@ -1,0 +1,31 @@
+"""The Python package's communicator at 2 and 4 ranks under ginrun (the
+launcher the package installs): every rank runs ranks_comm.py and must
+report OK."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_comm(n):
+    cmd = [sys.executable, "-m", "gin_comm.launch", "-n", str(n), "--timeout",
+           "60", sys.executable, os.path.join(HERE, "ranks_comm.py")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    for r in range(n):
+        assert f"rank {r}/{n}: OK" in p.stdout, out
+
+
+def test_target_setting():
+    """A GIN_COMM_TARGET the package does not know is refused by name."""
+    env = dict(os.environ, GIN_COMM_TARGET="tpu")
+    p = subprocess.run([sys.executable, "-c", "import gin_comm"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert "GIN_COMM_TARGET=tpu" in p.stderr
