@@ -42,8 +42,9 @@
  * message after its writes and is applied only once the target saw every
  * write before it complete, which libfabric reports only after the data
  * is placed. No atomics and no ordering between writes and sends are
- * asked of the provider. flush waits, bounded, until the writes started
- * so far completed at the source (their sources are then free).
+ * asked of the provider. flush says GIN_ERR_AGAIN until the writes
+ * started so far completed at the source (their sources are then free);
+ * the proxy asks again, bounded by the timeout.
  *
  * Receiving (progress): receive buffers of the pool stay posted; each
  * message's prefix and header are checked before anything is written,
@@ -421,19 +422,29 @@ static gin_result_t rx_token(ofi_state_t *s, uint64_t data) {
   return rx_in_order(s, p, seq, NULL, 0);
 }
 
+/* The free list of send buffers (OFI_TX) or write contexts (OFI_WR). */
+static ofi_buf_t **buf_pool(ofi_state_t *s, int kind) {
+  return kind == OFI_WR ? &s->wr_free : &s->tx_free;
+}
+
+/* Puts b back on its free list (not counted as in flight). */
+static void buf_back(ofi_state_t *s, ofi_buf_t *b) {
+  ofi_buf_t **pool = buf_pool(s, b->kind);
+  b->next = *pool;
+  *pool = b;
+}
+
 /* A send or write completed (or failed): its buffer or context back. */
 static void tx_done(ofi_state_t *s, ofi_buf_t *b) {
   if (b->kind == OFI_WR) {
     s->wr_busy--;
     s->peers[b->peer].wr_busy--;
-    b->next = s->wr_free;
-    s->wr_free = b;
+    buf_back(s, b);
     return;
   }
   s->tx_busy--;
   s->peers[b->peer].tx_busy--;
-  b->next = s->tx_free;
-  s->tx_free = b;
+  buf_back(s, b);
 }
 
 /* Reads completions: receives are applied and reposted, send buffers
@@ -514,6 +525,25 @@ static void cq_drain_keep(ofi_state_t *s) {
 
 /* ------------------------------------------------------------ send */
 
+/* A free send buffer (OFI_TX) or write context (OFI_WR) for peer p,
+ * within the per-peer cap (OFI_TX_PEER, OFI_WR_PEER); where none is free,
+ * completions are read once first. NULL: none now (the caller says
+ * GIN_ERR_AGAIN). */
+static ofi_buf_t *buf_take(ofi_state_t *s, int p, int kind) {
+  ofi_peer_t *c = &s->peers[p];
+  ofi_buf_t **pool = buf_pool(s, kind);
+  const int *busy = kind == OFI_WR ? &c->wr_busy : &c->tx_busy;
+  int cap = kind == OFI_WR ? OFI_WR_PEER : OFI_TX_PEER;
+  if (*busy >= cap || !*pool) {
+    cq_drain_keep(s);
+    if (*busy >= cap || !*pool) return NULL;
+  }
+  ofi_buf_t *b = *pool;
+  *pool = b->next;
+  b->peer = p;
+  return b;
+}
+
 /* Writes this rank's message prefix with sequence number seq to p. */
 static void tx_prefix(ofi_state_t *s, uint32_t seq, char *p) {
   gin_ofi_prefix_t pre = {GIN_OFI_MAGIC, GIN_OFI_VERSION, 0, s->job->rank, seq};
@@ -546,10 +576,7 @@ static gin_result_t tx_send(ofi_state_t *s, int p, ofi_buf_t *b,
     c->tx_seq++;
     return GIN_SUCCESS;
   }
-  if (b) {
-    b->next = s->tx_free;
-    s->tx_free = b;
-  }
+  if (b) buf_back(s, b);
   if (rc == -FI_EAGAIN) return GIN_ERR_AGAIN;
   if (s->closing) return GIN_ERR_REMOTE; /* a goodbye: nobody to tell */
   return peer_fail(s, p, GIN_ERR_SYSTEM, "%s to rank %d: %s",
@@ -584,22 +611,18 @@ static gin_result_t rma_write(ofi_state_t *s, int p, const gin_xfer_t *x,
     if (!s->ep) /* closed after an abort */
       return GIN_ERROR(GIN_ERR_ABORTED, "ofi: rank %d: closed (aborted)",
                        s->job->rank);
-    ofi_buf_t *b = c->wr_busy < OFI_WR_PEER ? s->wr_free : NULL;
-    if (!b) { /* completions give contexts back */
-      cq_drain_keep(s);
-      if (c->wr_busy >= OFI_WR_PEER || !(b = s->wr_free)) return GIN_ERR_AGAIN;
-    }
+    ofi_buf_t *b = buf_take(s, p, OFI_WR);
+    if (!b) return GIN_ERR_AGAIN;
     ssize_t rc =
         fi_writedata(s->ep, src + *done, chunk, desc,
                      gin_ofi_token_encode(s->job->rank, c->tx_seq, s->cq_data),
                      c->addr, k->addr + x->dst_off + *done, k->key, &b->ctx);
+    if (rc) buf_back(s, b);
     if (rc == -FI_EAGAIN) return GIN_ERR_AGAIN;
     if (rc)
       return peer_fail(s, p, GIN_ERR_SYSTEM,
                        "fi_writedata of %llu bytes to rank %d: %s",
                        (unsigned long long)chunk, p, ofi_err(rc));
-    s->wr_free = b->next;
-    b->peer = p;
     s->wr_busy++;
     c->wr_busy++;
     c->tx_seq++;
@@ -618,13 +641,7 @@ static gin_result_t tx_signal(ofi_state_t *s, int p, const gin_xfer_t *x) {
   tx_head(s, &sig, c->tx_seq, 0, 0, 1, msg);
   ofi_buf_t *b = NULL;
   if (sizeof msg > s->inject) {
-    b = c->tx_busy < OFI_TX_PEER ? s->tx_free : NULL;
-    if (!b) {
-      cq_drain_keep(s);
-      if (c->tx_busy >= OFI_TX_PEER || !(b = s->tx_free)) return GIN_ERR_AGAIN;
-    }
-    s->tx_free = b->next;
-    b->peer = p;
+    if (!(b = buf_take(s, p, OFI_TX))) return GIN_ERR_AGAIN;
     memcpy(b->data, msg, sizeof msg);
   }
   return tx_send(s, p, b, msg, sizeof msg);
@@ -652,16 +669,11 @@ static gin_result_t ofi_send_msgs(ofi_state_t *s, int p, const gin_xfer_t *x,
       done += chunk;
       continue;
     }
-    ofi_buf_t *b = c->tx_busy < OFI_TX_PEER ? s->tx_free : NULL;
-    if (!b) { /* completions give buffers back */
-      cq_drain_keep(s);
-      if (c->tx_busy >= OFI_TX_PEER || !(b = s->tx_free)) {
-        res = GIN_ERR_AGAIN;
-        break;
-      }
+    ofi_buf_t *b = buf_take(s, p, OFI_TX);
+    if (!b) {
+      res = GIN_ERR_AGAIN;
+      break;
     }
-    s->tx_free = b->next;
-    b->peer = p;
     tx_head(s, x, c->tx_seq, done, chunk, last, b->data);
     if (chunk) {
       if (x->op == GIN_OP_PUT)
@@ -669,8 +681,7 @@ static gin_result_t ofi_send_msgs(ofi_state_t *s, int p, const gin_xfer_t *x,
       else
         memcpy(b->data + OFI_HEAD_BYTES, src + done, chunk);
       if (res != GIN_SUCCESS) {
-        b->next = s->tx_free;
-        s->tx_free = b;
+        buf_back(s, b);
         return peer_fail(s, p, res, "staging %llu bytes: %s",
                          (unsigned long long)chunk, gin_last_error());
       }
