@@ -85,6 +85,30 @@ GIN_HD_FN uint8_t gin_ep_float_to_fp8(float f) {
   return (uint8_t)(sign | v);
 }
 
+/* The fp32 scale of an FP8 group whose amax (at least GIN_EP_AMAX_MIN)
+ * is given, and in *inv the factor its channels are multiplied by before
+ * the cast: scale = amax / 448 and inv = 448 / amax; with pow2, scale is
+ * rounded up to a power of two, 2^ceil(log2(amax / 448)), and inv is its
+ * exact inverse, so that the scale is its exponent alone (UE8M0). */
+GIN_HD_FN float gin_ep_fp8_scale(float amax, int pow2, float *inv) {
+  float s = amax / GIN_EP_FP8_MAX;
+  if (!pow2) {
+    *inv = GIN_EP_FP8_MAX / amax;
+    return s;
+  }
+  uint32_t u = gin_ep_float_bits(s);
+  /* amax >= 1e-4: e >= -22; an infinite amax saturates at 2^126 */
+  int e = (int)((u >> 23) & 0xffu) - 127 + ((u & 0x7fffffu) != 0);
+  e = e < 126 ? e : 126;
+  *inv = gin_ep_bits_float((uint32_t)(127 - e) << 23);
+  return gin_ep_bits_float((uint32_t)(127 + e) << 23);
+}
+
+/* A power-of-two scale as UE8M0: its biased exponent byte. */
+GIN_HD_FN uint8_t gin_ep_scale_ue8m0(float scale) {
+  return (uint8_t)(gin_ep_float_bits(scale) >> 23);
+}
+
 /* Four bf16 channels at in (8-byte aligned when vec), channel 0 first. */
 GIN_HD_FN void gin_ep_load4(const uint16_t *in, int vec, uint16_t v[4]) {
   if (vec) {
@@ -123,13 +147,13 @@ GIN_HD_FN uint32_t gin_ep_fp8x4(const uint16_t v[4], float inv) {
  * of `hidden` channels, written by a THREAD or WARP coop (parts coops
  * together write all of it): the row unchanged, or with fp8 the E4M3
  * bytes [hidden] then one fp32 scale per 128 channels
- * (amax = max(max |x|, GIN_EP_AMAX_MIN), scale = amax / 448,
- * q = fp8(x * 448 / amax)). Each thread casts 4 channels of a group at a
- * time; the coop reduces the group's amax; part p takes groups p,
- * p + parts, ... */
+ * (amax = max(max |x|, GIN_EP_AMAX_MIN), scale and inv from
+ * gin_ep_fp8_scale(amax, pow2), q = fp8(x * inv)). Each thread casts 4
+ * channels of a group at a time; the coop reduces the group's amax; part
+ * p takes groups p, p + parts, ... */
 GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
-                                       char *out, gin_coop_t coop, int part,
-                                       int parts) {
+                                       int pow2, char *out, gin_coop_t coop,
+                                       int part, int parts) {
   int rank = gin_coop_rank(coop), size = gin_coop_size(coop);
   if (!fp8) {
     gin_copy_coop(out, (const char *)row, (size_t)hidden * 2,
@@ -157,10 +181,11 @@ GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
         if (grp >= groups) break;
         uint16_t v[4];
         memcpy(v, &w8[b], 8); /* little endian: channel c first */
-        float amax = gin_ep_group_amax(coop, gin_ep_amax4(v, 0.0f));
+        float amax = gin_ep_group_amax(coop, gin_ep_amax4(v, 0.0f)), inv;
+        float scale = gin_ep_fp8_scale(amax, pow2, &inv);
         *(uint32_t *)((uint8_t *)out + (size_t)grp * GIN_EP_FP8_GROUP +
-                      4 * rank) = gin_ep_fp8x4(v, GIN_EP_FP8_MAX / amax);
-        if (rank == 0) scales[grp] = amax / GIN_EP_FP8_MAX;
+                      4 * rank) = gin_ep_fp8x4(v, inv);
+        if (rank == 0) scales[grp] = scale;
       }
     }
     return;
@@ -175,7 +200,7 @@ GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
       amax = gin_ep_amax4(v, amax);
     }
     amax = gin_ep_group_amax(coop, amax);
-    float inv = GIN_EP_FP8_MAX / amax;
+    float inv, scale = gin_ep_fp8_scale(amax, pow2, &inv);
     for (int c = 4 * rank; c < GIN_EP_FP8_GROUP; c += 4 * size) {
       uint16_t v[4];
       gin_ep_load4(in + c, vec, v);
@@ -185,7 +210,7 @@ GIN_DEVICE_FN void gin_ep_pack_payload(const uint16_t *row, int hidden, int fp8,
       else
         memcpy(q + c, &w, 4); /* little endian: channel c first */
     }
-    if (rank == 0) scales[grp] = amax / GIN_EP_FP8_MAX;
+    if (rank == 0) scales[grp] = scale;
   }
 }
 

@@ -36,8 +36,12 @@ typedef struct gin_ep_config {
   int hidden;      /* H channels per token (multiple of 128 with fp8) */
   int topk;        /* K experts per token, 1..32 */
   int num_experts; /* E, a multiple of the number of ranks */
-  int fp8;         /* 1: dispatch casts to FP8 E4M3 + fp32 scale per 128 */
+  int fp8;         /* 1: dispatch casts to FP8 E4M3 + fp32 scale per 128;
+                      GIN_EP_FP8_ANY: each dispatch chooses
+                      (gin_ep_dispatch_ex's payload; rows sized for bf16) */
 } gin_ep_config_t;
+
+#define GIN_EP_FP8_ANY 2
 
 /* Bytes of device memory a buffer of this configuration takes per rank
  * (windows, staging and outputs). */
@@ -72,8 +76,12 @@ typedef struct gin_ep_recv {
   int32_t *src_token; /* [L][R * max_tokens] its index on that rank */
   int32_t *count;     /* [L] tokens received per local expert */
   int32_t *layout;    /* [L][R][2] offset and count per source rank (a
-                         source with no tokens: the running offset, 0) */
+                         source with no tokens: the running offset, 0);
+                         with GIN_EP_LAYOUT_PACKED int64 [L][R]:
+                         offset << 32 | count */
   int local_experts, ranks, slots_per_expert; /* L, R, R * max_tokens */
+  int fp8;          /* this dispatch's payload: x is fp8 (1) or bf16 (0) */
+  int scale_layout; /* GIN_EP_SCALES_*: how scales is laid out */
 } gin_ep_recv_t;
 
 /* Dispatch: x [T][H] bf16 (uint16 bit patterns), topk_idx [T][K] (int32,
@@ -88,6 +96,52 @@ GIN_API gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
                                      gin_ep_recv_t *recv, void *stream,
                                      int phases);
 
+/* Options of gin_ep_dispatch_ex; all zero: gin_ep_dispatch's behaviour
+ * (DeepEP's low-latency options map onto these). */
+enum {                            /* payload */
+       GIN_EP_PAYLOAD_BUFFER = 0, /* the buffer's fp8 (0 or 1) */
+       GIN_EP_PAYLOAD_BF16 = 1,
+       GIN_EP_PAYLOAD_FP8 = 2
+};
+enum { /* scale_layout: recv.scales of slot s (of S per expert), group g
+          (of G = H / 128) of local expert le */
+       GIN_EP_SCALES_ROWS = 0, /* fp32 [L][S][G]: scales[(le*S + s)*G + g] */
+       GIN_EP_SCALES_COLS = 1, /* fp32 [L][G][S]: scales[(le*G + g)*S + s],
+                                  DeepEP's column-major scales */
+       GIN_EP_SCALES_UE8M0 = 2 /* DeepEP's use_ue8m0: the scale's exponent
+                                   byte (needs round_scale), four groups a
+                                   uint32 word, words [L][ceil(G/4)][S]:
+                                   byte g % 4 of word (le*ceil(G/4) + g/4)*S
+                                   + s; a last word's unused bytes are
+                                   unspecified */
+};
+enum { GIN_EP_LAYOUT_PAIRS = 0, GIN_EP_LAYOUT_PACKED = 1 };
+
+typedef struct gin_ep_dispatch_opts {
+  int payload;         /* GIN_EP_PAYLOAD_*; a GIN_EP_FP8_ANY buffer needs
+                          BF16 or FP8, a fixed one takes BUFFER or its own */
+  int round_scale;     /* fp8: scales rounded up to powers of two */
+  int scale_layout;    /* GIN_EP_SCALES_* */
+  int layout;          /* GIN_EP_LAYOUT_*: recv.layout's form */
+  int idx64;           /* topk_idx is int64_t [T][K] (else int32_t) */
+  int32_t *recv_stats; /* device [L] or NULL: the receive adds each local
+                          expert's count (DeepEP's
+                          cumulative_local_expert_recv_stats) */
+} gin_ep_dispatch_opts_t;
+
+/* gin_ep_dispatch with options (NULL: all zero). Every rank's dispatch
+ * must ask for the same payload and round_scale: a receiver that finds a
+ * row of the other payload fails the dispatch naming the sender (through
+ * gin_comm_get_async_error). A split dispatch's receive phase must pass
+ * the options its send phase did. Errors: GIN_ERR_INVALID naming the bad
+ * option (a payload the buffer cannot carry, UE8M0 without round_scale,
+ * scale options without fp8). */
+GIN_API gin_result_t gin_ep_dispatch_ex(gin_ep_t ep, const uint16_t *x,
+                                        const void *topk_idx, int num_tokens,
+                                        const gin_ep_dispatch_opts_t *opts,
+                                        gin_ep_recv_t *recv, void *stream,
+                                        int phases);
+
 /* Combine: y [L][R * max_tokens][H] bf16, the experts' outputs in the
  * slots dispatch filled (recv of the last dispatch); topk_weights [T][K]
  * fp32, and topk_idx and T as given to that dispatch (another T is
@@ -98,6 +152,19 @@ GIN_API gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
                                     const int32_t *topk_idx,
                                     const float *topk_weights, int num_tokens,
                                     uint16_t *out, void *stream, int phases);
+
+/* Options of gin_ep_combine_ex; all zero: gin_ep_combine's. */
+typedef struct gin_ep_combine_opts {
+  int idx64; /* topk_idx is int64_t [T][K] (else int32_t) */
+} gin_ep_combine_opts_t;
+
+/* gin_ep_combine with options (NULL: all zero). */
+GIN_API gin_result_t gin_ep_combine_ex(gin_ep_t ep, const uint16_t *y,
+                                       const void *topk_idx,
+                                       const float *topk_weights,
+                                       int num_tokens,
+                                       const gin_ep_combine_opts_t *opts,
+                                       uint16_t *out, void *stream, int phases);
 
 /* The buffer's combine input: device memory for y [L][R * max_tokens][H]
  * bf16. Experts that write their outputs here (after the dispatch's

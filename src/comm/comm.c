@@ -792,6 +792,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                                                        : GIN_ERR_TIMEOUT,
                      "rank %d: %s", r, c->proxy_msg);
   case GIN_DEVERR_EP_ROUTING:
+    if (a1 == 5)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: EP dispatch receive: rank %lld sent %s rows "
+                       "for local expert %llu, but this rank's dispatch takes "
+                       "%s rows (every rank's dispatch must ask for the same "
+                       "payload); nothing more was copied",
+                       r, peer, seen ? "fp8" : "bf16", exp,
+                       a0 ? "fp8" : "bf16");
     if (a1 == 2)
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "rank %d: EP dispatch receive: rank %lld announced %lld "

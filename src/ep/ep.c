@@ -21,6 +21,7 @@ struct gin_ep {
   gin_ep_recv_t r;
   int32_t *src_k;
   void *outputs;     /* one allocation behind r's arrays and src_k */
+  float *scales;     /* r.scales of an fp8 dispatch (NULL: bf16 only) */
   uint64_t *scratch; /* [E + 1 + L] dispatch counters, zero between
                         launches */
   int near;          /* ranks on this rank's device, itself included */
@@ -29,6 +30,7 @@ struct gin_ep {
   int set_cur;       /* buffer set of the last completed dispatch, -1 none */
   int last_T;
   int dispatch_sent, combine_sent; /* send phase issued, receive not yet */
+  gin_ep_dispatch_opts_t sent;     /* the issued send phase's options */
 };
 
 GIN_PARAM_INT(param_ep_pull, "EP_PULL", 1,
@@ -49,8 +51,9 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
                 "gin_ep: hidden %d outside [1, 2^20]", c->hidden);
   GIN_ARG_CHECK(c->topk >= 1 && c->topk <= 32,
                 "gin_ep: topk %d outside [1, 32]", c->topk);
-  GIN_ARG_CHECK(c->fp8 == 0 || c->fp8 == 1, "gin_ep: fp8 is %d, not 0 or 1",
-                c->fp8);
+  GIN_ARG_CHECK(c->fp8 == 0 || c->fp8 == 1 || c->fp8 == GIN_EP_FP8_ANY,
+                "gin_ep: fp8 is %d, not 0, 1 or GIN_EP_FP8_ANY (%d)", c->fp8,
+                GIN_EP_FP8_ANY);
   GIN_ARG_CHECK(!c->fp8 || c->hidden % GIN_EP_FP8_GROUP == 0,
                 "gin_ep: hidden %d is not a multiple of %d, which fp8 "
                 "dispatch needs (one scale per %d channels)",
@@ -68,8 +71,11 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
   g->H = c->hidden;
   g->fp8 = c->fp8;
   g->me = me;
-  size_t payload = c->fp8 ? (size_t)g->H + (size_t)(g->H / GIN_EP_FP8_GROUP) * 4
-                          : (size_t)g->H * 2;
+  /* With GIN_EP_FP8_ANY rows are sized for bf16, which holds an fp8 row
+   * and its scales (H + H / 32 bytes). */
+  size_t payload = c->fp8 == 1
+                       ? (size_t)g->H + (size_t)(g->H / GIN_EP_FP8_GROUP) * 4
+                       : (size_t)g->H * 2;
   g->msg = align_up(GIN_EP_HEADER + payload, 16);
   size_t off = 0;
   g->off_send = off;
@@ -98,7 +104,7 @@ static gin_result_t geom_make(const gin_ep_config_t *c, int nranks, int me,
 static size_t outputs_bytes(const gin_ep_geom_t *g, size_t *offs) {
   size_t slots = (size_t)g->L * g->R * g->M, off = 0;
   size_t sizes[EP_NARRAYS] = {
-      slots * (size_t)g->H * (g->fp8 ? 1 : 2),
+      slots * (size_t)g->H * (g->fp8 == 1 ? 1 : 2),
       g->fp8 ? slots * (size_t)(g->H / GIN_EP_FP8_GROUP) * 4 : 0,
       slots * 4,
       slots * 4,
@@ -227,7 +233,8 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   GIN_CHECK_GOTO(gin_mem_alloc(bytes, &ep->outputs), res, destroy_dc);
   char *o = (char *)ep->outputs;
   ep->r.x = o + offs[0];
-  ep->r.scales = g.fp8 ? (float *)(o + offs[1]) : NULL;
+  ep->r.scales = g.fp8 == 1 ? (float *)(o + offs[1]) : NULL;
+  ep->scales = g.fp8 ? (float *)(o + offs[1]) : NULL;
   ep->r.src_rank = (int32_t *)(o + offs[2]);
   ep->r.src_token = (int32_t *)(o + offs[3]);
   ep->src_k = (int32_t *)(o + offs[4]);
@@ -240,10 +247,14 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->r.local_experts = g.L;
   ep->r.ranks = g.R;
   ep->r.slots_per_expert = g.R * g.M;
+  ep->r.fp8 = g.fp8 == 1;
   GIN_INFO(INIT,
            "rank %d: EP buffer: %d experts (%d local), %d tokens x %d, hidden "
            "%d, %s, window %zu bytes",
-           who.rank, g.E, g.L, g.M, g.K, g.H, g.fp8 ? "fp8" : "bf16",
+           who.rank, g.E, g.L, g.M, g.K, g.H,
+           g.fp8 == GIN_EP_FP8_ANY ? "fp8 or bf16"
+           : g.fp8                 ? "fp8"
+                                   : "bf16",
            g.win_bytes);
   *ep_out = ep;
   return GIN_SUCCESS;
@@ -287,9 +298,78 @@ static void args_make(gin_ep_t ep, int set, int T, gin_ep_args_t *a) {
   a->pull = ep->pull;
 }
 
-gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
-                             const int32_t *topk_idx, int num_tokens,
-                             gin_ep_recv_t *recv, void *stream, int phases) {
+/* Checks a dispatch's options against the buffer; sets a's. */
+static gin_result_t dispatch_opts(gin_ep_t ep, const gin_ep_dispatch_opts_t *o,
+                                  gin_ep_args_t *a) {
+  int cfg = ep->g.fp8;
+  GIN_ARG_CHECK(o->payload >= GIN_EP_PAYLOAD_BUFFER &&
+                    o->payload <= GIN_EP_PAYLOAD_FP8,
+                "gin_ep_dispatch: payload %d is not GIN_EP_PAYLOAD_BUFFER, "
+                "_BF16 or _FP8",
+                o->payload);
+  GIN_ARG_CHECK(o->payload != GIN_EP_PAYLOAD_BUFFER || cfg != GIN_EP_FP8_ANY,
+                "gin_ep_dispatch: the buffer was created with fp8 = "
+                "GIN_EP_FP8_ANY: the payload must be GIN_EP_PAYLOAD_BF16 or "
+                "GIN_EP_PAYLOAD_FP8");
+  int fp8 = o->payload == GIN_EP_PAYLOAD_BUFFER
+                ? cfg
+                : o->payload == GIN_EP_PAYLOAD_FP8;
+  GIN_ARG_CHECK(cfg == GIN_EP_FP8_ANY || fp8 == cfg,
+                "gin_ep_dispatch: a %s payload, but the buffer was created "
+                "for %s rows only (fp8 = %d; GIN_EP_FP8_ANY lets each "
+                "dispatch choose)",
+                fp8 ? "fp8" : "bf16", cfg ? "fp8" : "bf16", cfg);
+  GIN_ARG_CHECK(o->round_scale == 0 || o->round_scale == 1,
+                "gin_ep_dispatch: round_scale %d is not 0 or 1",
+                o->round_scale);
+  GIN_ARG_CHECK(!o->round_scale || fp8,
+                "gin_ep_dispatch: round_scale needs an fp8 payload");
+  GIN_ARG_CHECK(o->scale_layout >= GIN_EP_SCALES_ROWS &&
+                    o->scale_layout <= GIN_EP_SCALES_UE8M0,
+                "gin_ep_dispatch: scale_layout %d is not GIN_EP_SCALES_ROWS, "
+                "_COLS or _UE8M0",
+                o->scale_layout);
+  GIN_ARG_CHECK(o->scale_layout == GIN_EP_SCALES_ROWS || fp8,
+                "gin_ep_dispatch: scale_layout %d needs an fp8 payload",
+                o->scale_layout);
+  GIN_ARG_CHECK(o->scale_layout != GIN_EP_SCALES_UE8M0 || o->round_scale,
+                "gin_ep_dispatch: GIN_EP_SCALES_UE8M0 needs round_scale (a "
+                "UE8M0 scale is a power of two)");
+  GIN_ARG_CHECK(o->layout == GIN_EP_LAYOUT_PAIRS ||
+                    o->layout == GIN_EP_LAYOUT_PACKED,
+                "gin_ep_dispatch: layout %d is not GIN_EP_LAYOUT_PAIRS or "
+                "GIN_EP_LAYOUT_PACKED",
+                o->layout);
+  GIN_ARG_CHECK(o->idx64 == 0 || o->idx64 == 1,
+                "gin_ep_dispatch: idx64 %d is not 0 or 1", o->idx64);
+  a->fp8 = fp8;
+  a->pow2 = o->round_scale;
+  a->scale_layout = o->scale_layout;
+  a->packed = o->layout == GIN_EP_LAYOUT_PACKED;
+  a->idx64 = o->idx64;
+  a->stats = o->recv_stats;
+  a->r.fp8 = fp8;
+  a->r.scales = fp8 ? ep->scales : NULL;
+  a->r.scale_layout = o->scale_layout;
+  return GIN_SUCCESS;
+}
+
+/* The first option in which a receive phase's differ from its send's. */
+static const char *opts_differ(const gin_ep_dispatch_opts_t *a,
+                               const gin_ep_dispatch_opts_t *b) {
+  return a->payload != b->payload             ? "payload"
+         : a->round_scale != b->round_scale   ? "round_scale"
+         : a->scale_layout != b->scale_layout ? "scale_layout"
+         : a->layout != b->layout             ? "layout"
+         : a->idx64 != b->idx64               ? "idx64"
+         : a->recv_stats != b->recv_stats     ? "recv_stats"
+                                              : NULL;
+}
+
+gin_result_t gin_ep_dispatch_ex(gin_ep_t ep, const uint16_t *x,
+                                const void *topk_idx, int num_tokens,
+                                const gin_ep_dispatch_opts_t *opts,
+                                gin_ep_recv_t *recv, void *stream, int phases) {
   GIN_ARG_CHECK(ep, "gin_ep_dispatch: ep is NULL");
   GIN_ARG_CHECK(phases >= GIN_EP_SEND && phases <= GIN_EP_BOTH,
                 "gin_ep_dispatch: phases %d is not GIN_EP_SEND, GIN_EP_RECV "
@@ -307,13 +387,25 @@ gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
                 "gin_ep_dispatch: GIN_EP_RECV without a send phase before");
   GIN_ARG_CHECK(!ep->combine_sent,
                 "gin_ep_dispatch: a combine's receive phase is outstanding");
+  gin_ep_dispatch_opts_t o;
+  if (opts)
+    o = *opts;
+  else
+    memset(&o, 0, sizeof o);
+  const char *differs = phases == GIN_EP_RECV ? opts_differ(&o, &ep->sent) : 0;
+  GIN_ARG_CHECK(!differs,
+                "gin_ep_dispatch: the receive phase's %s differs from its send "
+                "phase's (pass the same options to both)",
+                differs);
   gin_ep_args_t a;
   args_make(ep, ep->set_next, num_tokens, &a);
+  GIN_CHECK(dispatch_opts(ep, &o, &a));
   a.x = x;
   a.topk = topk_idx;
   if (phases & GIN_EP_SEND) {
     GIN_CHECK(gin_ep_launch_dispatch_send(&a, stream));
     ep->dispatch_sent = 1;
+    ep->sent = o;
     ep->last_T = num_tokens;
   }
   if (phases & GIN_EP_RECV) {
@@ -322,14 +414,22 @@ gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
     ep->set_cur = ep->set_next;
     ep->set_next ^= 1;
   }
-  if (recv) *recv = ep->r;
+  if (recv) *recv = a.r;
   return GIN_SUCCESS;
 }
 
-gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
-                            const int32_t *topk_idx, const float *topk_weights,
-                            int num_tokens, uint16_t *out, void *stream,
-                            int phases) {
+gin_result_t gin_ep_dispatch(gin_ep_t ep, const uint16_t *x,
+                             const int32_t *topk_idx, int num_tokens,
+                             gin_ep_recv_t *recv, void *stream, int phases) {
+  return gin_ep_dispatch_ex(ep, x, topk_idx, num_tokens, NULL, recv, stream,
+                            phases);
+}
+
+gin_result_t gin_ep_combine_ex(gin_ep_t ep, const uint16_t *y,
+                               const void *topk_idx, const float *topk_weights,
+                               int num_tokens,
+                               const gin_ep_combine_opts_t *opts, uint16_t *out,
+                               void *stream, int phases) {
   GIN_ARG_CHECK(ep, "gin_ep_combine: ep is NULL");
   GIN_ARG_CHECK(phases >= GIN_EP_SEND && phases <= GIN_EP_BOTH,
                 "gin_ep_combine: phases %d is not GIN_EP_SEND, GIN_EP_RECV "
@@ -337,6 +437,8 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
                 phases);
   GIN_ARG_CHECK(ep->set_cur >= 0 && !ep->dispatch_sent,
                 "gin_ep_combine: no completed dispatch to combine");
+  GIN_ARG_CHECK(!opts || opts->idx64 == 0 || opts->idx64 == 1,
+                "gin_ep_combine: idx64 %d is not 0 or 1", opts->idx64);
   GIN_ARG_CHECK(num_tokens == ep->last_T,
                 "gin_ep_combine: %d tokens, but the dispatch had %d",
                 num_tokens, ep->last_T);
@@ -366,6 +468,7 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
   a.y = y;
   a.zc = yc == cb;
   a.topk = topk_idx;
+  a.idx64 = opts ? opts->idx64 : 0;
   a.weights = topk_weights;
   a.out = out;
   if (phases & GIN_EP_SEND) {
@@ -377,6 +480,14 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
     ep->combine_sent = 0;
   }
   return GIN_SUCCESS;
+}
+
+gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
+                            const int32_t *topk_idx, const float *topk_weights,
+                            int num_tokens, uint16_t *out, void *stream,
+                            int phases) {
+  return gin_ep_combine_ex(ep, y, topk_idx, topk_weights, num_tokens, NULL, out,
+                           stream, phases);
 }
 
 gin_result_t gin_ep_combine_buffer(gin_ep_t ep, uint16_t **y_out) {

@@ -66,8 +66,14 @@ typedef struct gin_ep_args {
   int pull;   /* sends: let mapped receivers copy from here */
   int zc;     /* combine: y is this buffer's csend (gin_ep_combine_buffer) */
   char *base; /* this rank's window (device view) */
+  int fp8;    /* dispatch: the payload is fp8 (else bf16) */
+  int pow2;   /* dispatch: fp8 scales rounded up to powers of two */
+  int scale_layout; /* dispatch receive: GIN_EP_SCALES_* of r.scales */
+  int packed;       /* dispatch receive: r.layout as GIN_EP_LAYOUT_PACKED */
+  int idx64;        /* topk is int64_t */
+  int32_t *stats;   /* dispatch receive: [L] += count, or NULL */
   const uint16_t *x;
-  const int32_t *topk;
+  const void *topk; /* [T][K] int32_t or (idx64) int64_t: gin_ep_topk */
   const float *weights;
   const uint16_t *y;
   uint16_t *out;
@@ -93,6 +99,14 @@ gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream);
 #ifdef __cplusplus
 }
 #endif
+
+/* Entry i of the routing table; an int64 id past int32's range reads as
+ * the nearest int32 (out of range as well: reported as such). */
+GIN_HD_FN int32_t gin_ep_topk(const gin_ep_args_t *a, size_t i) {
+  if (!a->idx64) return ((const int32_t *)a->topk)[i];
+  int64_t v = ((const int64_t *)a->topk)[i];
+  return v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : (int32_t)v;
+}
 
 GIN_HD_FN size_t gin_ep_send_off(const gin_ep_geom_t *g, int set, int t) {
   return g->off_send + ((size_t)set * (size_t)g->M + (size_t)t) * g->msg;

@@ -64,10 +64,10 @@ GIN_DEVICE_FN int ep_row_fail(const gin_ep_args_t *a, int32_t e, int t, int k,
 GIN_DEVICE_FN int ep_row_bad(const gin_ep_args_t *a, int t, int bad) {
   const gin_ep_geom_t *g = &a->g;
   int K = g->K;
-  const int32_t *row = a->topk + (size_t)t * (size_t)K;
+  size_t row = (size_t)t * (size_t)K;
   int32_t r[EP_ROUTE_REGS];
   for (int k = 0; k < EP_ROUTE_REGS; k++) /* past K: -1, never wrong */
-    r[k] = k < K ? row[k] : -1;
+    r[k] = k < K ? gin_ep_topk(a, row + (size_t)k) : -1;
   for (int k = 0; k < EP_ROUTE_REGS; k++) {
     int32_t e = r[k];
     int why = e < -1 || e >= g->E ? 0 : -1;
@@ -76,10 +76,10 @@ GIN_DEVICE_FN int ep_row_bad(const gin_ep_args_t *a, int t, int bad) {
     if (why >= 0) return ep_row_fail(a, e, t, k, why, bad);
   }
   for (int k = EP_ROUTE_REGS; k < K; k++) {
-    int32_t e = row[k];
+    int32_t e = gin_ep_topk(a, row + (size_t)k);
     int why = e < -1 || e >= g->E ? 0 : -1;
     for (int j = 0; j < k && why < 0 && e >= 0; j++)
-      if (row[j] == e) why = 1;
+      if (gin_ep_topk(a, row + (size_t)j) == e) why = 1;
     if (why >= 0) return ep_row_fail(a, e, t, k, why, bad);
   }
   return 0;
@@ -118,7 +118,7 @@ GIN_DEVICE_FN int ep_nwarps(void) {
 GIN_DEVICE_FN int ep_slot(const gin_ep_args_t *a, int t, int e) {
   uint32_t c = 0;
   for (int i = ep_lane(); i < t * a->g.K; i += gin_coop_size(EP_WARP))
-    c += a->topk[i] == e;
+    c += gin_ep_topk(a, (size_t)i) == e;
   return (int)gin_coop_sum_u32(EP_WARP, c);
 }
 
@@ -134,26 +134,27 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
   gin_team_t world = gin_team_world(dc);
   size_t soff = gin_ep_send_off(g, a->set, t);
   int w = ep_warp_in_block(), nw = ep_warps_per_block();
-  gin_ep_pack_payload(a->x + (size_t)t * (size_t)g->H, g->H, g->fp8,
+  gin_ep_pack_payload(a->x + (size_t)t * (size_t)g->H, g->H, a->fp8, a->pow2,
                       a->base + soff + GIN_EP_HEADER, EP_WARP, w, nw);
   gin_coop_sync(GIN_COOP_BLOCK); /* every warp's part written */
   int rc = GIN_SUCCESS;
   for (int k = w; k < g->K && rc == GIN_SUCCESS; k += nw) {
-    int e = a->topk[(size_t)t * (size_t)g->K + (size_t)k];
+    int e = gin_ep_topk(a, (size_t)t * (size_t)g->K + (size_t)k);
     if (e < 0) continue;
     int dst = e / g->L, ctx = dst % dc->nctx, path = gin_dev_path_(dc, dst);
-    uint32_t pulled =
-        a->pull && (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF)
-            ? GIN_EP_PULLED
-            : 0;
+    uint32_t flags =
+        (a->pull && (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF)
+             ? GIN_EP_PULLED
+             : 0) |
+        (a->fp8 ? GIN_EP_HDR_FP8 : 0);
     int slot = ep_slot(a, t, e);
     size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, slot);
     rc = gin_put_value(dc, ctx, world, dst, a->win,
                        gin_ep_hdr_off(g, a->set, e % g->L, g->me, slot),
                        (uint64_t)(uint32_t)(EP_LIES(a, 2, dst) ? g->M : t) |
-                           (uint64_t)(k | pulled) << 32,
+                           (uint64_t)(k | flags) << 32,
                        8, gin_remote_none(), EP_WARP);
-    if (rc == GIN_SUCCESS && !pulled)
+    if (rc == GIN_SUCCESS && !(flags & GIN_EP_PULLED))
       rc = gin_put(dc, ctx, world, dst, a->win, roff + GIN_EP_HEADER, a->win,
                    soff + GIN_EP_HEADER, g->msg - GIN_EP_HEADER,
                    gin_remote_none(), gin_local_none(), EP_WARP);
@@ -248,10 +249,16 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
                                      uint32_t *h) {
   const gin_devcomm_t *dc = &a->dc;
   memcpy(h, a->base + gin_ep_hdr_off(&a->g, a->set, le, r, j), 8);
-  int what = gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL);
+  int what =
+      gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL, a->fp8);
   if (what == GIN_EP_MSG_BAD) {
     gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
-                  (uint64_t)le, h[1] & ~GIN_EP_PULLED, (uint64_t)a->g.M, 3);
+                  (uint64_t)le, h[1] & ~GIN_EP_HDR_FLAGS, (uint64_t)a->g.M, 3);
+    return NULL;
+  }
+  if (what == GIN_EP_MSG_FORMAT) { /* the ranks' dispatches disagree */
+    gin_dev_fail_(dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
+                  (uint64_t)le, (uint64_t)!a->fp8, (uint64_t)a->fp8, 5);
     return NULL;
   }
   if (what == GIN_EP_MSG_HERE)
@@ -270,6 +277,28 @@ typedef struct ep_row {
   const char *p;      /* the payload */
   uint32_t tok, k, r; /* header words (token, top-k slot), source rank */
 } ep_row_t;
+
+/* An fp8 row p received into slot `slot` (counted over every local
+ * expert's slots) whose scales go to columns (GIN_EP_SCALES_COLS, or
+ * _UE8M0: exponent bytes, four groups a word): the warp copies the row,
+ * then lane l moves scales l, l + nl, ... */
+GIN_DEVICE_FN void ep_recv_scattered(const gin_ep_args_t *a, size_t slot,
+                                     const char *p, int lane, int nl) {
+  const gin_ep_geom_t *g = &a->g;
+  size_t S = (size_t)g->R * (size_t)g->M, le = slot / S, s = slot % S;
+  size_t G = (size_t)(g->H / GIN_EP_FP8_GROUP), W = (G + 3) / 4;
+  gin_copy_coop((char *)a->r.x + slot * (size_t)g->H, p, (size_t)g->H, lane,
+                nl);
+  const float *src = (const float *)(p + g->H); /* H: a multiple of 128 */
+  for (size_t i = (size_t)lane; i < G; i += (size_t)nl) {
+    float v = src[i];
+    if (a->scale_layout == GIN_EP_SCALES_COLS)
+      a->r.scales[(le * G + i) * S + s] = v;
+    else
+      ((uint8_t *)a->r.scales)[((le * W + i / 4) * S + s) * 4 + i % 4] =
+          gin_ep_scale_ue8m0(v);
+  }
+}
 
 /* One warp's share of a part of local expert le's rows: sources r0,
  * r0 + 1, ... with counts cnt (tot rows in all, numbered across them in
@@ -302,7 +331,7 @@ GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
           (const char *)gin_window_peer_ptr(dc, a->win, world, r0 + i, 0);
       uint32_t h[2];
       const char *p = ep_payload(a, le, r0 + i, j - below, rb, shut, h);
-      ep_row_t row = {p, h[0], h[1] & ~GIN_EP_PULLED, (uint32_t)(r0 + i)};
+      ep_row_t row = {p, h[0], h[1] & ~GIN_EP_HDR_FLAGS, (uint32_t)(r0 + i)};
       rows[lane] = row;
       bad = p == NULL;
     }
@@ -317,10 +346,12 @@ GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
        * took 20 more registers). The row alone is a plain coop copy: the
        * batched one's registers cost the waiting blocks here (its receive
        * measured 18-19 -> 23-24 us at 2 ranks on an H200). */
-      if (g->fp8)
+      if (a->fp8 && a->scale_layout == GIN_EP_SCALES_ROWS)
         gin_copy_coop_split((char *)a->r.x + slot * (size_t)g->H, (size_t)g->H,
                             (char *)(a->r.scales + slot * groups), row.p,
                             (size_t)g->H + groups * 4, lane, nl);
+      else if (a->fp8) /* the row, then each scale to its column */
+        ep_recv_scattered(a, slot, row.p, lane, nl);
       else
         gin_copy_coop((char *)a->r.x + slot * (size_t)g->H * 2, row.p,
                       (size_t)g->H * 2, lane, nl);
@@ -377,8 +408,13 @@ GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
       if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
       if (u == 0 && gin_thread_idx() == 0)
         for (int i = 0, o = off; i < n; o += cnt[i++]) {
-          lay[2 * (r0 + i)] = o;
-          lay[2 * (r0 + i) + 1] = cnt[i];
+          if (args.packed) {
+            int64_t *p = (int64_t *)lay;
+            p[r0 + i] = (int64_t)o << 32 | (int64_t)(uint32_t)cnt[i];
+          } else {
+            lay[2 * (r0 + i)] = o;
+            lay[2 * (r0 + i) + 1] = cnt[i];
+          }
         }
       uint32_t part = 0;
       for (int i = lane; i < n; i += nl)
@@ -392,7 +428,11 @@ GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
                            rowbuf + ep_warp_in_block() * nl);
       off += tot;
     }
-    if (u == 0 && gin_thread_idx() == 0) args.r.count[le] = off;
+    if (u == 0 && gin_thread_idx() == 0) {
+      args.r.count[le] = off;
+      /* One writer an expert, launches in stream order: no atomics. */
+      if (args.stats) args.stats[le] += off;
+    }
     if (split > 1 && gin_thread_idx() == 0) {
       /* Releases this unit's reads of the shadows (every thread's, before
        * the last part's barrier); the last unit acquires every other
@@ -527,14 +567,19 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
   const gin_ep_geom_t *g = &args.g;
   GIN_BLOCK_ARRAY(const char *, rows, 32); /* K <= 32 */
   for (int t = gin_block_idx(); t < args.T; t += gin_grid_dim()) {
-    const int32_t *idx = args.topk + (size_t)t * (size_t)g->K;
-    const float *w = args.weights + (size_t)t * (size_t)g->K;
+    size_t row0 = (size_t)t * (size_t)g->K;
+    const float *w = args.weights + row0;
     uint16_t *out = args.out + (size_t)t * (size_t)g->H;
-    int rc = GIN_SUCCESS;
+    int rc = GIN_SUCCESS, routed = 0;
+    /* Bit k: top-k slot k is routed (K <= 32). Each thread reads the row
+     * once; the loops below test bits, not memory. */
+    uint32_t mask = 0;
+    for (int k = 0; k < g->K; k++) {
+      int on = gin_ep_topk(&args, row0 + (size_t)k) >= 0;
+      mask |= (uint32_t)on << k;
+      routed += on;
+    }
     if (gin_thread_idx() == 0) {
-      int routed = 0;
-      for (int k = 0; k < g->K; k++)
-        routed += idx[k] >= 0;
       if (routed)
         rc = gin_signal_wait_follow_shadow(
             &args.dc, gin_ep_csig(g, args.set, t), (uint64_t)routed, NULL, NULL,
@@ -544,7 +589,9 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
     if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
     EP_FOR_THREADS(k, g->K) {
       rows[k] = NULL;
-      if (idx[k] >= 0 && !(rows[k] = ep_combine_row(&args, t, k, idx[k])))
+      if ((mask >> k & 1u) &&
+          !(rows[k] = ep_combine_row(&args, t, k,
+                                     gin_ep_topk(&args, row0 + (size_t)k))))
         rc = GIN_ERR_REMOTE;
     }
     if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
@@ -559,13 +606,14 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
       float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       GIN_ALIGNAS(16) uint16_t in[EP_ROUTE_REGS][8];
       for (int k = 0; k < EP_ROUTE_REGS; k++)
-        if (k < kr && idx[k] >= 0) gin_store16(in[k], rows[k] + (size_t)v * 16);
+        if (k < kr && (mask >> k & 1u))
+          gin_store16(in[k], rows[k] + (size_t)v * 16);
       for (int k = 0; k < EP_ROUTE_REGS; k++)
-        if (k < kr && idx[k] >= 0)
+        if (k < kr && (mask >> k & 1u))
           for (int j = 0; j < 8; j++)
             acc[j] += w[k] * gin_ep_bf16_to_float(in[k][j]);
       for (int k = kr; k < g->K; k++) { /* wider: one slot at a time */
-        if (idx[k] < 0) continue;
+        if (!(mask >> k & 1u)) continue;
         GIN_ALIGNAS(16) uint16_t one[8];
         gin_store16(one, rows[k] + (size_t)v * 16);
         for (int j = 0; j < 8; j++)
@@ -580,7 +628,7 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
       int ch = 8 * nv + c;
       float acc = 0.0f;
       for (int k = 0; k < g->K; k++) {
-        if (idx[k] < 0) continue;
+        if (!(mask >> k & 1u)) continue;
         acc += w[k] * gin_ep_bf16_to_float(((const uint16_t *)rows[k])[ch]);
       }
       out[ch] = gin_ep_float_to_bf16(acc);

@@ -17,20 +17,34 @@
  * `where` word: the payload stayed in the sender's window. */
 #define GIN_EP_PULLED 0x80000000u
 
-enum { GIN_EP_MSG_BAD = 0, GIN_EP_MSG_HERE = 1, GIN_EP_MSG_PULL = 2 };
+/* In a dispatch header's top-k word: the payload is FP8 (the sender's
+ * dispatch cast it). */
+#define GIN_EP_HDR_FP8 0x40000000u
+#define GIN_EP_HDR_FLAGS (GIN_EP_PULLED | GIN_EP_HDR_FP8)
+
+enum {
+  GIN_EP_MSG_BAD = 0,
+  GIN_EP_MSG_HERE = 1,
+  GIN_EP_MSG_PULL = 2,
+  GIN_EP_MSG_FORMAT = 3
+};
 
 /* A dispatch header: token h0 and top-k slot h1 (with GIN_EP_PULLED when
  * the payload is to be read from the sender's window, which must then be
- * mapped here). HERE: the payload follows the header; PULL: it is in the
- * sender's send slot of token h0; BAD: a token outside [0, M) or a slot
- * outside [0, K) (both go back to the sender in combine), or a pull from
- * a window not mapped here. */
+ * mapped here; with GIN_EP_HDR_FP8 when it is FP8), for a receive whose
+ * dispatch takes fp8 (1) or bf16 (0) rows. HERE: the payload follows the
+ * header; PULL: it is in the sender's send slot of token h0; BAD: a token
+ * outside [0, M) or a slot outside [0, K) (both go back to the sender in
+ * combine), or a pull from a window not mapped here; FORMAT: a well-formed
+ * header whose payload is the other format (the sender's dispatch asked
+ * for another payload than this rank's). */
 GIN_HD_FN int gin_ep_header_check(uint32_t h0, uint32_t h1, int M, int K,
-                                  int mapped) {
+                                  int mapped, int fp8) {
   int pulled = (h1 & GIN_EP_PULLED) != 0;
-  uint32_t k = h1 & ~GIN_EP_PULLED;
+  uint32_t k = h1 & ~GIN_EP_HDR_FLAGS;
   if (h0 >= (uint32_t)M || k >= (uint32_t)K || (pulled && !mapped))
     return GIN_EP_MSG_BAD;
+  if (((h1 & GIN_EP_HDR_FP8) != 0) != (fp8 != 0)) return GIN_EP_MSG_FORMAT;
   return pulled ? GIN_EP_MSG_PULL : GIN_EP_MSG_HERE;
 }
 

@@ -5,9 +5,13 @@
  * combine with GIN_ERR_INVALID, run nothing and leave *recv untouched (the
  * steps after it still match the reference); an expert id out of range is
  * reported through gin_comm_get_async_error (GIN_ERR_INVALID on the rank
- * that passed it, GIN_ERR_INVALID or GIN_ERR_ABORTED on the others). The
- * last one aborts its communicator, so it runs on a sub-communicator of
- * its own. Run with ginrun -n N (N >= 2). Exit 0 pass, 1 fail, 77 skip.
+ * that passed it, GIN_ERR_INVALID or GIN_ERR_ABORTED on the others); bad
+ * dispatch and combine options fail with GIN_ERR_INVALID naming the
+ * option, run nothing, and the steps after them still match; ranks whose
+ * dispatches ask for different payloads get GIN_ERR_INVALID naming the
+ * payload (or GIN_ERR_ABORTED). The async cases abort their communicator,
+ * so each runs on a sub-communicator of its own. Run with ginrun -n N (N >= 2).
+ * Exit 0 pass, 1 fail, 77 skip.
  */
 #include <time.h>
 
@@ -206,6 +210,74 @@ static int token_cases(gin_comm_t world, int rank, int nranks) {
   return fails;
 }
 
+/* Bad options: refused with the option named, nothing run; a split
+ * dispatch whose receive phase's options differ is refused and can still
+ * be received; good steps follow. */
+static int option_cases(gin_comm_t world, int rank, int nranks) {
+  int fails = 0;
+  gin_ep_config_t cfg = good_config(nranks);
+  gin_ep_t ep;
+  TCHECK(gin_ep_create(world, &cfg, &ep));
+  dev_in_t d;
+  dev_alloc(nranks, &d);
+  gin_ep_recv_t recv;
+  gin_ep_dispatch_opts_t o;
+  struct {
+    int field, value;
+    const char *words;
+  } bad[] = {
+      {0, GIN_EP_PAYLOAD_BF16, "bf16 payload"},
+      {0, 7, "payload 7"},
+      {1, 2, "round_scale 2"},
+      {2, GIN_EP_SCALES_UE8M0, "needs round_scale"},
+      {2, -1, "scale_layout -1"},
+      {3, 2, "layout 2"},
+      {4, 3, "idx64 3"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    memset(&o, 0, sizeof o);
+    int *f[5] = {&o.payload, &o.round_scale, &o.scale_layout, &o.layout,
+                 &o.idx64};
+    *f[bad[i].field] = bad[i].value;
+    EXPECT(gin_ep_dispatch_ex(ep, d.x, d.idx, 1, &o, &recv, NULL, GIN_EP_BOTH),
+           GIN_ERR_INVALID, bad[i].words);
+  }
+  /* A receive phase whose options are not its send's. */
+  memset(&o, 0, sizeof o);
+  o.layout = GIN_EP_LAYOUT_PACKED;
+  TCHECK(gin_ep_dispatch_ex(ep, d.x, d.idx, 0, &o, &recv, NULL, GIN_EP_SEND));
+  o.layout = GIN_EP_LAYOUT_PAIRS;
+  EXPECT(gin_ep_dispatch_ex(ep, d.x, d.idx, 0, &o, &recv, NULL, GIN_EP_RECV),
+         GIN_ERR_INVALID, "layout differs");
+  o.layout = GIN_EP_LAYOUT_PACKED;
+  TCHECK(gin_ep_dispatch_ex(ep, d.x, d.idx, 0, &o, &recv, NULL, GIN_EP_RECV));
+  gin_ep_combine_opts_t co = {2};
+  EXPECT(
+      gin_ep_combine_ex(ep, d.y, d.idx, d.w, 0, &co, d.out, NULL, GIN_EP_BOTH),
+      GIN_ERR_INVALID, "idx64 2");
+  TCHECK(gin_ep_combine(ep, d.y, d.idx, d.w, 0, d.out, NULL, GIN_EP_BOTH));
+  TCHECK(gin_stream_synchronize(0));
+  TCHECK(gin_comm_get_async_error(world));
+  fails += good_step(world, ep, rank, nranks, 104, &d);
+  fails += good_step(world, ep, rank, nranks, 105, &d);
+  TCHECK(gin_ep_destroy(ep));
+  /* A buffer whose dispatches choose: each must say what it sends. */
+  cfg.fp8 = GIN_EP_FP8_ANY;
+  TCHECK(gin_ep_create(world, &cfg, &ep));
+  memset(&o, 0, sizeof o);
+  EXPECT(gin_ep_dispatch_ex(ep, d.x, d.idx, 1, &o, &recv, NULL, GIN_EP_BOTH),
+         GIN_ERR_INVALID, "GIN_EP_FP8_ANY");
+  o.payload = GIN_EP_PAYLOAD_BF16;
+  o.scale_layout = GIN_EP_SCALES_COLS;
+  EXPECT(gin_ep_dispatch_ex(ep, d.x, d.idx, 1, &o, &recv, NULL, GIN_EP_BOTH),
+         GIN_ERR_INVALID, "needs an fp8 payload");
+  TCHECK(gin_stream_synchronize(0));
+  TCHECK(gin_comm_get_async_error(world));
+  dev_free(&d);
+  TCHECK(gin_ep_destroy(ep));
+  return fails;
+}
+
 /* A fresh communicator over the same ranks (rank 0 makes the uid). */
 static gin_comm_t sub_comm(gin_comm_t world, int rank, int nranks,
                            int timeout_ms) {
@@ -224,11 +296,16 @@ static gin_comm_t sub_comm(gin_comm_t world, int rank, int nranks,
   return c;
 }
 
-/* An expert id out of range on the last rank: an async error everywhere. */
-static int routing_case(gin_comm_t world, int rank, int nranks) {
+/* The last rank passes what it should not, and every rank learns of it
+ * through gin_comm_get_async_error: an expert id out of range (payload 0),
+ * or (payload 1) an fp8 payload where the others send bf16 on a
+ * GIN_EP_FP8_ANY buffer, which every receiver of the other format's rows
+ * names. */
+static int async_case(gin_comm_t world, int rank, int nranks, int payload) {
   int fails = 0, bad_rank = nranks - 1;
   gin_comm_t sub = sub_comm(world, rank, nranks, 20000);
   gin_ep_config_t cfg = good_config(nranks);
+  if (payload) cfg.fp8 = GIN_EP_FP8_ANY;
   gin_ep_t ep;
   TCHECK(gin_ep_create(sub, &cfg, &ep));
   dev_in_t d;
@@ -237,32 +314,53 @@ static int routing_case(gin_comm_t world, int rank, int nranks) {
   TASSERT(ep_ref_input_make(7, rank, MAX_TOKENS, HIDDEN, TOPK, cfg.num_experts,
                             EP_ROUTE_RANDOM, &in) == 0,
           "inputs");
-  if (rank == bad_rank) in.topk_idx[3 * TOPK + 1] = cfg.num_experts;
+  if (rank == bad_rank && !payload) in.topk_idx[3 * TOPK + 1] = cfg.num_experts;
+  /* Every rank sends rank 0 and the last rank a token (top-k slots 0 and
+   * 1), so each of them receives rows of both payloads. */
+  in.topk_idx[0] = 0;
+  in.topk_idx[1] = cfg.num_experts - 1;
   upload(&in, &d);
   ep_ref_input_free(&in);
   time_t t0 = time(NULL);
   gin_ep_recv_t recv;
+  gin_ep_dispatch_opts_t o;
+  memset(&o, 0, sizeof o);
+  o.payload = rank == bad_rank ? GIN_EP_PAYLOAD_FP8 : GIN_EP_PAYLOAD_BF16;
   gin_result_t rc =
-      gin_ep_dispatch(ep, d.x, d.idx, MAX_TOKENS, &recv, NULL, GIN_EP_BOTH);
+      gin_ep_dispatch_ex(ep, d.x, d.idx, MAX_TOKENS, payload ? &o : NULL, &recv,
+                         NULL, GIN_EP_BOTH);
   gin_result_t sync = gin_stream_synchronize(0);
   gin_result_t async = gin_comm_get_async_error(sub);
   const char *msg = gin_last_error();
   long secs = (long)(time(NULL) - t0);
-  int ok = rank == bad_rank
-               ? async == GIN_ERR_INVALID
-               : async == GIN_ERR_INVALID || async == GIN_ERR_ABORTED;
+  /* Expert out of range: found by its own rank. Payloads: rank 0 and the
+   * last rank each get rows of the other kind; whoever records first
+   * aborts the others. */
+  int named = async == GIN_ERR_INVALID &&
+              strstr(msg, payload ? "payload" : "expert") != NULL;
+  int ok = (rank == bad_rank && !payload) ? named
+                                          : named || async == GIN_ERR_ABORTED;
   if (!ok || sync != GIN_SUCCESS) {
     fprintf(stderr,
-            "rank %d: expert id out of range (on rank %d): dispatch %s, sync "
-            "%s, async %s '%s' (wanted %s)\n",
-            rank, bad_rank, gin_strerror(rc), gin_strerror(sync),
-            gin_strerror(async), msg,
-            rank == bad_rank ? "INVALID" : "INVALID or ABORTED");
+            "rank %d: %s (on rank %d): dispatch %s, sync %s, async %s '%s' "
+            "(wanted %s)\n",
+            rank, payload ? "payloads differ" : "expert id out of range",
+            bad_rank, gin_strerror(rc), gin_strerror(sync), gin_strerror(async),
+            msg,
+            rank == bad_rank && !payload ? "INVALID naming it"
+                                         : "INVALID naming it, or ABORTED");
     fails++;
   }
-  if (rank == bad_rank && !strstr(msg, "expert")) {
-    fprintf(stderr, "rank %d: message '%s' does not name the expert\n", rank,
-            msg);
+  /* Someone named it. */
+  int *all = (int *)calloc((size_t)nranks, sizeof(int));
+  TCHECK(gin_comm_allgather(world, &named, all, sizeof(int)));
+  int any = 0;
+  for (int r = 0; r < nranks; r++)
+    any |= all[r];
+  free(all);
+  if (!any) {
+    fprintf(stderr, "rank %d: no rank's error named the %s\n", rank,
+            payload ? "payload" : "expert");
     fails++;
   }
   if (secs > 15) {
@@ -281,12 +379,14 @@ int main(void) {
   int rank, nranks;
   gin_comm_t world = test_world_init(&rank, &nranks, 2);
   int total = 0;
-  const char *names[3] = {"bad configurations", "too many tokens",
-                          "expert id out of range"};
-  for (int i = 0; i < 3; i++) {
+  const char *names[5] = {"bad configurations", "too many tokens",
+                          "bad options", "expert id out of range",
+                          "payloads differ"};
+  for (int i = 0; i < 5; i++) {
     int f = i == 0   ? config_cases(world, rank, nranks)
             : i == 1 ? token_cases(world, rank, nranks)
-                     : routing_case(world, rank, nranks);
+            : i == 2 ? option_cases(world, rank, nranks)
+                     : async_case(world, rank, nranks, i == 4);
     TCHECK(gin_comm_barrier(world));
     if (rank == 0 || f) printf("%-32s %s\n", names[i], f ? "FAIL" : "ok");
     total += f;

@@ -9,28 +9,42 @@
 
 #define P GIN_EP_PULLED
 #define PW ((uint64_t)GIN_EP_PULLED << 32)
+#define F GIN_EP_HDR_FP8
 
 int main(void) {
   enum { M = 128, K = 8 };
   /* Dispatch headers: token h0, slot h1 (| P: read from the sender). */
-  CHECK(gin_ep_header_check(0, 0, M, K, 0) == GIN_EP_MSG_HERE, "first");
-  CHECK(gin_ep_header_check(M - 1, K - 1, M, K, 0) == GIN_EP_MSG_HERE,
+  CHECK(gin_ep_header_check(0, 0, M, K, 0, 0) == GIN_EP_MSG_HERE, "first");
+  CHECK(gin_ep_header_check(M - 1, K - 1, M, K, 0, 0) == GIN_EP_MSG_HERE,
         "last token and slot");
-  CHECK(gin_ep_header_check(M, 0, M, K, 1) == GIN_EP_MSG_BAD, "token M");
-  CHECK(gin_ep_header_check(0xffffffffu, 0, M, K, 1) == GIN_EP_MSG_BAD,
+  CHECK(gin_ep_header_check(M, 0, M, K, 1, 0) == GIN_EP_MSG_BAD, "token M");
+  CHECK(gin_ep_header_check(0xffffffffu, 0, M, K, 1, 0) == GIN_EP_MSG_BAD,
         "token -1");
-  CHECK(gin_ep_header_check(0, K, M, K, 1) == GIN_EP_MSG_BAD, "slot K");
-  CHECK(gin_ep_header_check(0, K | P, M, K, 1) == GIN_EP_MSG_BAD,
+  CHECK(gin_ep_header_check(0, K, M, K, 1, 0) == GIN_EP_MSG_BAD, "slot K");
+  CHECK(gin_ep_header_check(0, K | P, M, K, 1, 0) == GIN_EP_MSG_BAD,
         "slot K, pulled");
-  CHECK(gin_ep_header_check(0, 0x7fffffffu, M, K, 1) == GIN_EP_MSG_BAD,
+  CHECK(gin_ep_header_check(0, 0x7fffffffu, M, K, 1, 0) == GIN_EP_MSG_BAD,
         "slot huge");
-  CHECK(gin_ep_header_check(5, 3 | P, M, K, 1) == GIN_EP_MSG_PULL, "pull");
-  CHECK(gin_ep_header_check(M - 1, (K - 1) | P, M, K, 1) == GIN_EP_MSG_PULL,
+  CHECK(gin_ep_header_check(5, 3 | P, M, K, 1, 0) == GIN_EP_MSG_PULL, "pull");
+  CHECK(gin_ep_header_check(M - 1, (K - 1) | P, M, K, 1, 0) == GIN_EP_MSG_PULL,
         "pull, last token and slot");
-  CHECK(gin_ep_header_check(5, 3 | P, M, K, 0) == GIN_EP_MSG_BAD,
+  CHECK(gin_ep_header_check(5, 3 | P, M, K, 0, 0) == GIN_EP_MSG_BAD,
         "pull from a window not mapped here");
-  CHECK(gin_ep_header_check(M, 3 | P, M, K, 1) == GIN_EP_MSG_BAD,
+  CHECK(gin_ep_header_check(M, 3 | P, M, K, 1, 0) == GIN_EP_MSG_BAD,
         "pull, token M");
+  /* The payload's format against the receive's. */
+  CHECK(gin_ep_header_check(5, 3 | F, M, K, 0, 1) == GIN_EP_MSG_HERE,
+        "fp8 row, fp8 receive");
+  CHECK(gin_ep_header_check(5, 3 | P | F, M, K, 1, 1) == GIN_EP_MSG_PULL,
+        "fp8 pull, fp8 receive");
+  CHECK(gin_ep_header_check(5, 3 | F, M, K, 0, 0) == GIN_EP_MSG_FORMAT,
+        "fp8 row, bf16 receive");
+  CHECK(gin_ep_header_check(5, 3 | P, M, K, 1, 1) == GIN_EP_MSG_FORMAT,
+        "bf16 pull, fp8 receive");
+  CHECK(gin_ep_header_check(M, 3 | F, M, K, 0, 0) == GIN_EP_MSG_BAD,
+        "a bad token is BAD whatever its format");
+  CHECK(gin_ep_header_check(0, K | F, M, K, 0, 1) == GIN_EP_MSG_BAD,
+        "slot K with the fp8 flag");
 
   /* Combine where words: 0, or PW | s with s one of expert le's rows. */
   const size_t rows = 8 * M; /* R = 8 */

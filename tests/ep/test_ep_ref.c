@@ -108,7 +108,44 @@ static void check_fp8(void) {
 
 /* ---------------------------------------------------------- quantize */
 
-static void check_quantize(void) {
+/* Power-of-two scales: gin_ep_fp8_scale (the device's) against the
+ * smallest power of two at or above amax / 448 found by doubling, at
+ * exact powers times 448, next to them and across the range; its UE8M0
+ * byte is the power's biased exponent. */
+static void check_pow2_scale(void) {
+  float amaxes[64];
+  int n = 0;
+  for (int k = -12; k <= 40; k += 4) {
+    float a = ldexpf(448.0f, k);
+    amaxes[n++] = a;
+    amaxes[n++] = nextafterf(a, 0.0f);
+    amaxes[n++] = nextafterf(a, 1e30f);
+  }
+  amaxes[n++] = GIN_EP_AMAX_MIN;
+  amaxes[n++] = 1.75f; /* bf16 1.75 = 448 x 2^-8 */
+  amaxes[n++] = 3.0e38f;
+  for (int i = 0; i < n; i++) {
+    float a = amaxes[i], inv = 0, want = ldexpf(1.0f, -40);
+    int e = -40;
+    while (want < a / GIN_EP_FP8_MAX) {
+      want *= 2.0f;
+      e++;
+    }
+    float got = gin_ep_fp8_scale(a, 1, &inv);
+    CHECK(got == want && inv == 1.0f / want,
+          "pow2 scale of amax %a: %a (inv %a), want %a", (double)a, (double)got,
+          (double)inv, (double)want);
+    CHECK(gin_ep_scale_ue8m0(got) == (uint8_t)(127 + e),
+          "UE8M0 of %a: %u, want %d", (double)got, gin_ep_scale_ue8m0(got),
+          127 + e);
+    float plain = gin_ep_fp8_scale(a, 0, &inv);
+    CHECK(plain == a / 448.0f && inv == 448.0f / a,
+          "scale of amax %a: %a (inv %a)", (double)a, (double)plain,
+          (double)inv);
+  }
+}
+
+static void check_quantize(int pow2) {
   ep_ref_input_t in;
   CHECK(ep_ref_input_make(7, 0, 200, 256, 1, 4, EP_ROUTE_RANDOM, &in) == 0,
         "input");
@@ -117,7 +154,7 @@ static void check_quantize(void) {
   int tiny = 0, large = 0;
   for (int t = 0; t < in.num_tokens; t++) {
     const uint16_t *row = in.x + (size_t)t * 256;
-    ep_ref_quantize_row(row, 256, q, sc);
+    ep_ref_quantize_row(row, 256, pow2, q, sc);
     for (int g = 0; g < 2; g++) {
       float amax = 0;
       for (int c = 0; c < 128; c++)
@@ -125,8 +162,14 @@ static void check_quantize(void) {
       if (amax < GIN_EP_AMAX_MIN) tiny++;
       if (amax > 16.0f) large++;
       float want = fmaxf(amax, GIN_EP_AMAX_MIN) / 448.0f;
-      CHECK(sc[g] == want, "token %d group %d: scale %g, want %g", t, g,
-            (double)sc[g], (double)want);
+      if (pow2) { /* the power of two at or above */
+        int e;
+        frexpf(want, &e);
+        want =
+            ldexpf(1.0f, e) / 2 >= want ? ldexpf(1.0f, e - 1) : ldexpf(1.0f, e);
+      }
+      CHECK(sc[g] == want, "token %d group %d: scale %g, want %g%s", t, g,
+            (double)sc[g], (double)want, pow2 ? " (pow2)" : "");
       int top = 0;
       for (int c = 0; c < 128; c++) {
         float x = gin_ep_bf16_to_float(row[g * 128 + c]);
@@ -139,7 +182,9 @@ static void check_quantize(void) {
           return;
         }
       }
-      CHECK(top || amax < GIN_EP_AMAX_MIN,
+      /* With a power-of-two scale the largest channel lands in
+       * (224, 448]. */
+      CHECK(pow2 || top || amax < GIN_EP_AMAX_MIN,
             "token %d group %d: no channel at 448", t, g);
     }
   }
@@ -290,14 +335,16 @@ static void check_pipeline(int R, int E, int K, int M, int fp8,
 int main(void) {
   check_bf16();
   check_fp8();
-  check_quantize();
+  check_pow2_scale();
+  check_quantize(0);
+  check_quantize(1);
   const int ranks[] = {1, 2, 3, 8};
   const int topks[] = {1, 2, 4, 8};
   uint64_t seed = 1;
   for (int ri = 0; ri < 4; ri++)
     for (int ki = 0; ki < 4; ki++)
       for (int route = 0; route < 3; route++)
-        for (int fp8 = 0; fp8 < 2; fp8++) {
+        for (int fp8 = 0; fp8 <= EP_REF_FP8_POW2; fp8++) {
           int R = ranks[ri], E = R * 4, K = topks[ki];
           if (K > E) continue;
           check_pipeline(R, E, K, 32, fp8, (ep_route_t)route, seed++);

@@ -251,7 +251,7 @@ GIN_DEVICE_FN void bl_pack(const bl_args_t *a, int i, int p) {
     int32_t h[4] = {t, k, a->me, 0};
     memcpy(m, h, sizeof h);
   }
-  gin_ep_pack_payload(row, a->H, a->fp8, m + BL_HEADER, GIN_COOP_WARP, 0, 1);
+  gin_ep_pack_payload(row, a->H, a->fp8, 0, m + BL_HEADER, GIN_COOP_WARP, 0, 1);
 }
 
 /* Layout: checks the routing (tokens spread over the grid), then block b

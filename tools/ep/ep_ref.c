@@ -184,13 +184,14 @@ int ep_ref_recv_alloc(int local_experts, int ranks, int max_tokens, int hidden,
                       int fp8, ep_ref_recv_t *r) {
   memset(r, 0, sizeof *r);
   if (local_experts <= 0 || ranks <= 0 || max_tokens <= 0 || hidden <= 0 ||
+      fp8 < 0 || fp8 > EP_REF_FP8_POW2 ||
       (fp8 && hidden % GIN_EP_FP8_GROUP != 0))
     return -1;
   r->local_experts = local_experts;
   r->ranks = ranks;
   r->slots = ranks * max_tokens;
   r->hidden = hidden;
-  r->fp8 = fp8 ? 1 : 0;
+  r->fp8 = fp8;
   r->x = calloc(ep_ref_recv_x_bytes(r), 1);
   if (fp8) r->scales = (float *)calloc(ep_ref_recv_scales_bytes(r), 1);
   r->src_rank = (int32_t *)calloc(ep_ref_recv_slot_bytes(r), 1);
@@ -208,7 +209,7 @@ int ep_ref_recv_alloc(int local_experts, int ranks, int max_tokens, int hidden,
 
 /* ---------------------------------------------------------- dispatch */
 
-void ep_ref_quantize_row(const uint16_t *x, int hidden, uint8_t *q,
+void ep_ref_quantize_row(const uint16_t *x, int hidden, int pow2, uint8_t *q,
                          float *scales) {
   for (int g = 0; g < hidden / GIN_EP_FP8_GROUP; g++) {
     const uint16_t *xg = x + g * GIN_EP_FP8_GROUP;
@@ -220,6 +221,13 @@ void ep_ref_quantize_row(const uint16_t *x, int hidden, uint8_t *q,
     if (amax < GIN_EP_AMAX_MIN) amax = GIN_EP_AMAX_MIN;
     float scale = amax / GIN_EP_FP8_MAX;
     float inv = GIN_EP_FP8_MAX / amax;
+    if (pow2) { /* the power of two at or above scale, by frexp */
+      int e;
+      float m = frexpf(scale, &e); /* scale = m * 2^e, m in [0.5, 1) */
+      if (m == 0.5f) e--;          /* scale is 2^(e - 1) itself */
+      scale = ldexpf(1.0f, e);
+      inv = ldexpf(1.0f, -e);
+    }
     for (int c = 0; c < GIN_EP_FP8_GROUP; c++)
       q[g * GIN_EP_FP8_GROUP + c] =
           gin_ep_float_to_fp8(gin_ep_bf16_to_float(xg[c]) * inv);
@@ -251,7 +259,8 @@ void ep_ref_dispatch(const ep_ref_input_t *inputs, int nranks, int me,
         r->src_rank[slot] = src;
         r->src_token[slot] = t;
         if (r->fp8)
-          ep_ref_quantize_row(row, H, (uint8_t *)r->x + slot * (size_t)H,
+          ep_ref_quantize_row(row, H, r->fp8 == EP_REF_FP8_POW2,
+                              (uint8_t *)r->x + slot * (size_t)H,
                               r->scales + slot * (size_t)G);
         else
           memcpy((uint16_t *)r->x + slot * (size_t)H, row,
@@ -307,7 +316,7 @@ void ep_ref_combine(const ep_ref_input_t *in, int fp8, uint16_t *out) {
   if (!q || !sc) abort();
   for (int t = 0; t < in->num_tokens; t++) {
     const uint16_t *row = in->x + (size_t)t * (size_t)H;
-    if (fp8) ep_ref_quantize_row(row, H, q, sc);
+    if (fp8) ep_ref_quantize_row(row, H, fp8 == EP_REF_FP8_POW2, q, sc);
     const void *src = fp8 ? (const void *)q : (const void *)row;
     const int32_t *idx = in->topk_idx + (size_t)t * (size_t)K;
     const float *w = in->weights + (size_t)t * (size_t)K;

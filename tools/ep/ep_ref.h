@@ -16,6 +16,8 @@
  *  - bf16: x[le][j] is the token's row unchanged. fp8: per 128 channels,
  *    amax = max(max |x|, GIN_EP_AMAX_MIN), scale = amax / 448,
  *    inv = 448 / amax, q = fp8(x * inv): bytes and scales match bit for bit.
+ *    fp8 with power-of-two scales (EP_REF_FP8_POW2): scale is the power of
+ *    two at or above amax / 448 and inv its inverse.
  *  - Stand-in expert e: y = bf16(deq * (float)(e + 1) * 0.125f), deq the
  *    bf16 value or fp8(q) * scale.
  *  - Combine: out[t][c] = bf16(sum over k in order with topk_idx >= 0 of
@@ -60,7 +62,12 @@ int ep_ref_input_make(uint64_t seed, int rank, int num_tokens, int hidden,
                       ep_ref_input_t *in);
 void ep_ref_input_free(ep_ref_input_t *in);
 
-/* Dispatch results on one rank, host copy, laid out as gin_ep_recv_t. */
+/* fp8 values of the reference: 0 bf16, 1 fp8, EP_REF_FP8_POW2 fp8 with
+ * power-of-two scales. */
+#define EP_REF_FP8_POW2 2
+
+/* Dispatch results on one rank, host copy, laid out as gin_ep_recv_t with
+ * the scales in rows. */
 typedef struct ep_ref_recv {
   int local_experts, ranks, slots, hidden, fp8; /* L, R, R * max_tokens */
   void *x;            /* [L][slots][H]: uint8_t fp8 or uint16_t bf16 */
@@ -81,8 +88,8 @@ size_t ep_ref_recv_scales_bytes(const ep_ref_recv_t *r);
 size_t ep_ref_recv_slot_bytes(const ep_ref_recv_t *r); /* src_rank, token */
 
 /* FP8 cast of one row of H channels (H a multiple of 128): q [H] and
- * scales [H / 128]. */
-void ep_ref_quantize_row(const uint16_t *x, int hidden, uint8_t *q,
+ * scales [H / 128], power-of-two scales with pow2. */
+void ep_ref_quantize_row(const uint16_t *x, int hidden, int pow2, uint8_t *q,
                          float *scales);
 
 /* What dispatch delivers on rank `me`, given all ranks' inputs

@@ -59,7 +59,8 @@ enum {
   GIN_DEVERR_TIMEOUT_FLUSH, /* flush waited for the proxy */
   GIN_DEVERR_BAD_DESC,      /* the proxy rejected a descriptor */
   GIN_DEVERR_TRANSPORT,     /* the transport failed an operation */
-  GIN_DEVERR_EP_ROUTING,    /* EP: an expert id out of range or repeated */
+  GIN_DEVERR_EP_ROUTING,    /* EP: bad routing, a refused peer word, or
+                               ranks whose dispatch payloads differ */
   GIN_DEVERR_PEER_DEAD,     /* a rank died (host-side record, `peer`) */
   /* the transport had no room for a whole timeout (host-side, `peer`) */
   GIN_DEVERR_TIMEOUT_TRANSPORT
