@@ -51,14 +51,17 @@ test-ofi: build
 	  ctest --output-on-failure -j 2 --timeout 600
 
 # The Python package: `pip install .` into a fresh virtual environment
-# (the host target's library; PY_CONFIG: pip --config-settings), then its
-# tests (tests/python) under the launcher it installs.
+# (the host target's library; PY_CONFIG: pip --config-settings) with
+# PY_EXTRAS (torch: PyTorch from PyPI, about 3.5 GB with its CUDA
+# libraries; the tests of torch tensors and gin_comm.deep_ep skip without
+# it), then its tests (tests/python) under the launcher it installs.
 PY ?= python3
 PY_ENV ?= build-py
 PY_CONFIG ?= --config-settings=cmake.define.GIN_CUDA=OFF
+PY_EXTRAS ?= test,torch
 test-python:
 	rm -rf $(PY_ENV) && $(PY) -m venv $(PY_ENV)
-	$(PY_ENV)/bin/pip install -q $(PY_CONFIG) --config-settings=build-dir=$(PY_ENV)/cmake ".[test]"
+	$(PY_ENV)/bin/pip install -q $(PY_CONFIG) --config-settings=build-dir=$(PY_ENV)/cmake ".[$(PY_EXTRAS)]"
 	cd tests/python && ../../$(PY_ENV)/bin/python -m pytest -q
 
 # The suite again under AddressSanitizer + UndefinedBehaviorSanitizer.

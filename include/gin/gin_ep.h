@@ -147,7 +147,11 @@ GIN_API gin_result_t gin_ep_dispatch_ex(gin_ep_t ep, const uint16_t *x,
  * fp32, and topk_idx and T as given to that dispatch (another T is
  * GIN_ERR_INVALID); out [T][H] bf16 receives
  * sum_k topk_weights[t][k] * y(expert topk_idx[t][k], token t) (fp32
- * accumulation, k in order; rows of tokens routed nowhere are zero). */
+ * accumulation, k in order; rows of tokens routed nowhere are zero).
+ * A dispatch may be combined again (other outputs, other weights): from
+ * its second combine on, the send phase first waits at a barrier of
+ * every rank, so that no rank still receiving the last one is sent rows
+ * of the next. */
 GIN_API gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
                                     const int32_t *topk_idx,
                                     const float *topk_weights, int num_tokens,

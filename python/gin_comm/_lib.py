@@ -102,3 +102,93 @@ def check(rc):
     GIN_SUCCESS (0)."""
     if rc != 0:
         raise error(rc, (gin_last_error() or b"").decode(errors="replace"))
+
+
+# ------------------------------------------------------------------- init
+
+UNIQUE_ID_BYTES = 128  # GIN_UNIQUE_ID_BYTES (gin.h)
+
+
+class UniqueId(ctypes.Structure):
+    """gin_unique_id_t: names a job; rank 0 makes it, every rank joins."""
+    _fields_ = [("bytes", ctypes.c_char * UNIQUE_ID_BYTES)]
+
+
+class Config(ctypes.Structure):
+    """gin_config_t."""
+    _fields_ = [("size", ctypes.c_size_t), ("timeout_ms", ctypes.c_int)]
+
+
+gin_get_unique_id = _sig("gin_get_unique_id", ctypes.c_int, ctypes.c_int,
+                         ctypes.POINTER(UniqueId))
+gin_comm_init_built_ = _sig(
+    "gin_comm_init_built_", ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+    ctypes.c_int, ctypes.c_int, ctypes.POINTER(UniqueId),
+    ctypes.POINTER(Config), ctypes.POINTER(Build))
+gin_comm_device_ranks = _sig("gin_comm_device_ranks", ctypes.c_int,
+                             ctypes.c_void_p, _c_int_p)
+
+# ----------------------------------------------------------------- memory
+
+gin_mem_alloc = _sig("gin_mem_alloc", ctypes.c_int, ctypes.c_size_t,
+                     ctypes.POINTER(ctypes.c_void_p))
+gin_mem_free = _sig("gin_mem_free", ctypes.c_int, ctypes.c_void_p)
+gin_mem_copy = _sig("gin_mem_copy", ctypes.c_int, ctypes.c_void_p,
+                    ctypes.c_void_p, ctypes.c_size_t)
+gin_mem_set = _sig("gin_mem_set", ctypes.c_int, ctypes.c_void_p,
+                   ctypes.c_int, ctypes.c_size_t)
+
+# --------------------------------------------------------------------- EP
+
+EP_SEND, EP_RECV, EP_BOTH = 1, 2, 3
+EP_FP8_ANY = 2
+EP_PAYLOAD_BUFFER, EP_PAYLOAD_BF16, EP_PAYLOAD_FP8 = 0, 1, 2
+EP_SCALES_ROWS, EP_SCALES_COLS, EP_SCALES_UE8M0 = 0, 1, 2
+EP_LAYOUT_PAIRS, EP_LAYOUT_PACKED = 0, 1
+
+
+class EpConfig(ctypes.Structure):
+    """gin_ep_config_t."""
+    _fields_ = [("max_tokens", ctypes.c_int), ("hidden", ctypes.c_int),
+                ("topk", ctypes.c_int), ("num_experts", ctypes.c_int),
+                ("fp8", ctypes.c_int)]
+
+
+class EpRecv(ctypes.Structure):
+    """gin_ep_recv_t: where a dispatch left its results."""
+    _fields_ = [("x", ctypes.c_void_p), ("scales", ctypes.c_void_p),
+                ("src_rank", ctypes.c_void_p), ("src_token", ctypes.c_void_p),
+                ("count", ctypes.c_void_p), ("layout", ctypes.c_void_p),
+                ("local_experts", ctypes.c_int), ("ranks", ctypes.c_int),
+                ("slots_per_expert", ctypes.c_int), ("fp8", ctypes.c_int),
+                ("scale_layout", ctypes.c_int)]
+
+
+class EpDispatchOpts(ctypes.Structure):
+    """gin_ep_dispatch_opts_t."""
+    _fields_ = [("payload", ctypes.c_int), ("round_scale", ctypes.c_int),
+                ("scale_layout", ctypes.c_int), ("layout", ctypes.c_int),
+                ("idx64", ctypes.c_int), ("recv_stats", ctypes.c_void_p)]
+
+
+class EpCombineOpts(ctypes.Structure):
+    """gin_ep_combine_opts_t."""
+    _fields_ = [("idx64", ctypes.c_int)]
+
+
+_vp = ctypes.c_void_p
+gin_ep_size_hint = _sig("gin_ep_size_hint", ctypes.c_int,
+                        ctypes.POINTER(EpConfig), ctypes.c_int,
+                        ctypes.POINTER(ctypes.c_size_t))
+gin_ep_create = _sig("gin_ep_create", ctypes.c_int, _vp,
+                     ctypes.POINTER(EpConfig), ctypes.POINTER(_vp))
+gin_ep_destroy = _sig("gin_ep_destroy", ctypes.c_int, _vp)
+gin_ep_dispatch_ex = _sig(
+    "gin_ep_dispatch_ex", ctypes.c_int, _vp, _vp, _vp, ctypes.c_int,
+    ctypes.POINTER(EpDispatchOpts), ctypes.POINTER(EpRecv), _vp,
+    ctypes.c_int)
+gin_ep_combine_ex = _sig(
+    "gin_ep_combine_ex", ctypes.c_int, _vp, _vp, _vp, _vp, ctypes.c_int,
+    ctypes.POINTER(EpCombineOpts), _vp, _vp, ctypes.c_int)
+gin_ep_combine_buffer = _sig("gin_ep_combine_buffer", ctypes.c_int, _vp,
+                             ctypes.POINTER(_vp))

@@ -30,6 +30,7 @@ struct gin_ep {
   int set_cur;       /* buffer set of the last completed dispatch, -1 none */
   int last_T;
   int dispatch_sent, combine_sent; /* send phase issued, receive not yet */
+  int combines;                    /* combines of the last dispatch */
   gin_ep_dispatch_opts_t sent;     /* the issued send phase's options */
 };
 
@@ -411,6 +412,7 @@ gin_result_t gin_ep_dispatch_ex(gin_ep_t ep, const uint16_t *x,
   if (phases & GIN_EP_RECV) {
     GIN_CHECK(gin_ep_launch_dispatch_recv(&a, stream));
     ep->dispatch_sent = 0;
+    ep->combines = 0;
     ep->set_cur = ep->set_next;
     ep->set_next ^= 1;
   }
@@ -472,8 +474,12 @@ gin_result_t gin_ep_combine_ex(gin_ep_t ep, const uint16_t *y,
   a.weights = topk_weights;
   a.out = out;
   if (phases & GIN_EP_SEND) {
+    /* A dispatch combined again: every rank's last combine receive must
+     * be over before rows of this one arrive anywhere. */
+    if (ep->combines > 0) GIN_CHECK(gin_ep_launch_barrier(&a, stream));
     GIN_CHECK(gin_ep_launch_combine_send(&a, stream));
     ep->combine_sent = 1;
+    ep->combines++;
   }
   if (phases & GIN_EP_RECV) {
     GIN_CHECK(gin_ep_launch_combine_recv(&a, stream));

@@ -96,6 +96,8 @@ gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream);
 gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream);
 gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream);
 gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream);
+/* A barrier of every rank (the buffer's barrier slot 0). */
+gin_result_t gin_ep_launch_barrier(const gin_ep_args_t *a, void *stream);
 #ifdef __cplusplus
 }
 #endif

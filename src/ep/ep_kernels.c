@@ -636,6 +636,13 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
   }
 }
 
+/* Every rank's barrier, one block: ahead of a dispatch's second combine,
+ * whose rows and signals must not reach a rank still receiving the
+ * first (nothing else orders them: a dispatch between would). */
+GIN_KERNEL(k_ep_barrier, gin_ep_args_t) {
+  gin_barrier(&args.dc, gin_team_world(&args.dc), 0, GIN_COOP_BLOCK);
+}
+
 /* ------------------------------------------------------------ launch */
 
 /* The most blocks an EP kernel launches. */
@@ -701,6 +708,9 @@ gin_result_t gin_ep_kernels_load(const char **why) {
   if (res == GIN_SUCCESS)
     res = gin_kernel_occupancy(k_ep_combine_recv, EP_THREADS, &regs[3],
                                &blocks[3], why);
+  int bregs = 0, bblocks = 0; /* loaded only */
+  if (res == GIN_SUCCESS)
+    res = gin_kernel_occupancy(k_ep_barrier, EP_THREADS, &bregs, &bblocks, why);
   if (res != GIN_SUCCESS) return res;
   for (int i = 0; i < 4; i++) {
     long r = gin_ep_block_regs(regs[i], EP_THREADS);
@@ -741,6 +751,10 @@ gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream) {
   return gin_launch(k_ep_combine_send,
                     ep_grid(ep_blocks_for_warps(a->g.M * a->g.K)), EP_THREADS,
                     EP_STREAM(stream), a);
+}
+
+gin_result_t gin_ep_launch_barrier(const gin_ep_args_t *a, void *stream) {
+  return gin_launch(k_ep_barrier, 1, EP_THREADS, EP_STREAM(stream), a);
 }
 
 gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream) {

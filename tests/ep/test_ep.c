@@ -6,7 +6,8 @@
  * phases issued together and split (send, then receive), the experts'
  * outputs in memory of their own or in the buffer's combine input
  * (gin_ep_combine_buffer; half the ranks each step), several steps in a
- * row on each buffer (its two buffer sets alternate); and the options of
+ * row on each buffer (its two buffer sets alternate), a dispatch combined
+ * twice (step 2); and the options of
  * gin_ep_dispatch_ex / gin_ep_combine_ex (int64 routing, power-of-two
  * scales, the scales in columns or as UE8M0 bytes, the packed layout, the
  * received-count statistics, and a buffer whose dispatches choose bf16 or
@@ -416,6 +417,28 @@ static void run_step(ctx_t *c, ep_buf_t *b, const ep_case_t *cs, int step,
     res->status = 1;
     snprintf(res->msg, sizeof res->msg, "rank %d combine: %s", me, msg);
     return;
+  }
+  /* Step 2 combines its dispatch twice: the outputs again, from the
+   * other place (the buffer's combine input or memory apart). */
+  if (step == 2) {
+    uint16_t *y2 = c->d_y;
+    if (!step_zero_copy(step, me)) TCHECK(gin_ep_combine_buffer(b->ep, &y2));
+    TCHECK(gin_mem_copy(y2, c->h_y, y_elems(c, H) * 2));
+    TCHECK(gin_mem_set(c->d_out, 0xff, (size_t)MAX_TOKENS * H * 2));
+    rc = do_combine(b, c, y2, T, 1, o.idx64);
+    if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+    if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(c->comm);
+    if (rc != GIN_SUCCESS) {
+      api_fail(res, "second combine", rc);
+      return;
+    }
+    TCHECK(gin_mem_copy(c->h_out, c->d_out, (size_t)MAX_TOKENS * H * 2));
+    if (ep_ref_check_out(c->h_want, c->h_out, T, H, msg, sizeof msg)) {
+      res->status = 1;
+      snprintf(res->msg, sizeof res->msg, "rank %d second combine: %s", me,
+               msg);
+      return;
+    }
   }
   for (size_t i = (size_t)T * H; i < (size_t)MAX_TOKENS * H; i++)
     if (c->h_out[i] != 0xffff) {

@@ -1,0 +1,311 @@
+"""DeepEP's low-latency API on gin: code written for DeepEP runs on gin by
+changing one line,
+
+    import deep_ep                      # before
+    from gin_comm import deep_ep        # after
+
+and keeps calling Buffer(group, num_rdma_bytes=..., low_latency_mode=True),
+get_low_latency_rdma_size_hint, low_latency_dispatch,
+low_latency_combine, get_next_low_latency_combine_buffer and
+clean_low_latency_buffer with DeepEP's (v1.2.1) arguments, return values,
+tensor shapes, dtypes and layouts: FP8 scales column-major, UE8M0 scales
+packed four to an int32 with round_scale, int64 topk_idx, layout_range
+as begin << 32 | count.
+
+What differs, by design:
+- Everything runs on the caller's current stream (gin needs no
+  communication stream), so async_finish's event is recorded there and
+  waiting on it orders nothing new; return_recv_hook splits each call
+  into its send phase (issued by the call) and receive phase (the hook)
+  as DeepEP does. Both are CUDA-graph capturable (no host sync).
+- Tokens of one expert arrive grouped by source rank in rank order (one
+  of the orders DeepEP allows: its own depends on arrival).
+- num_rdma_bytes and num_qps_per_rank are not needed: gin sizes its
+  buffers at the first dispatch of each shape (two per shape, as DeepEP's
+  two low-latency buffers, so two dispatches' results may be held).
+- The host target (CPU tensors, gin_comm.TARGET == "host") runs the same
+  API, so it is tested without a GPU.
+DeepEP's normal (high-throughput) mode, LogFMT combine and the
+wait-cost statistics are not implemented: calling them raises
+NotImplementedError naming them.
+"""
+
+import torch
+
+from . import _lib
+from .comm import Comm
+from .ep import Ep
+
+__all__ = ["Buffer", "Config", "EventOverlap"]
+
+_NAME = "gin_comm.deep_ep"
+
+
+def _unsupported(what):
+    return NotImplementedError(
+        f"{_NAME}: {what} is not supported (gin implements DeepEP's "
+        f"low-latency API)")
+
+
+class Config:
+    """DeepEP's normal-mode tuning config: not supported."""
+
+    def __init__(self, *args, **kwargs):
+        raise _unsupported("Config (normal-mode dispatch and combine)")
+
+
+class EventOverlap:
+    """DeepEP's EventOverlap: event is a torch.cuda.Event recorded on the
+    current stream after the call (None on the host target or without
+    async_finish); extra_tensors are kept alive with it."""
+
+    def __init__(self, event=None, extra_tensors=None):
+        self.event = event
+        self.extra_tensors = extra_tensors
+
+    def current_stream_wait(self):
+        if self.event is not None:
+            torch.cuda.current_stream().wait_event(self.event)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.current_stream_wait()
+        return False
+
+
+class _Handle(tuple):
+    """DeepEP's handle (src_info, layout_range, num_max_dispatch_tokens_per
+    _rank, hidden, num_experts), carrying the gin buffer it came from."""
+
+    def __new__(cls, items, ep):
+        h = super().__new__(cls, items)
+        h.ep = ep
+        return h
+
+
+class Buffer:
+    """DeepEP's Buffer, low-latency mode, on a gin communicator over the
+    group's ranks (or an mpi4py communicator's, as `comm`)."""
+
+    num_sms = 20
+
+    def __init__(self, group=None, num_nvl_bytes=0, num_rdma_bytes=0,
+                 low_latency_mode=False, num_qps_per_rank=24,
+                 allow_nvlink_for_low_latency_mode=True, allow_mnnvl=False,
+                 explicitly_destroy=False, comm=None):
+        if group is None and comm is None:
+            raise ValueError("Either 'group' or 'comm' must be provided.")
+        self.group = group if group is not None else comm
+        self.num_nvl_bytes = num_nvl_bytes
+        self.num_rdma_bytes = num_rdma_bytes
+        self.low_latency_mode = low_latency_mode
+        self.explicitly_destroy = explicitly_destroy
+        if group is not None:
+            self._comm = Comm.from_torch(group)
+        else:  # mpi4py
+            uid = Comm.make_uid(comm.Get_size()) if comm.Get_rank() == 0 \
+                else None
+            self._comm = Comm.from_uid(comm.allgather(uid)[0],
+                                       comm.Get_rank(), comm.Get_size())
+        self.rank = self._comm.rank
+        self.group_size = self._comm.size
+        self._device = "cpu" if _lib.TARGET == "host" else \
+            f"cuda:{torch.cuda.current_device()}"
+        self._eps = {}   # (M, hidden, topk, E) -> [Ep, Ep]
+        self._turn = {}  # the same key -> which of the two is next
+
+    # ------------------------------------------------------------ static
+
+    @staticmethod
+    def is_sm90_compiled():
+        return _lib.TARGET == "cuda"
+
+    @staticmethod
+    def set_num_sms(new_num_sms):
+        """Normal mode's SM count; gin sizes its own grids (kept only)."""
+        assert new_num_sms % 2 == 0, "The SM count must be even"
+        Buffer.num_sms = new_num_sms
+
+    @staticmethod
+    def capture():
+        """An EventOverlap of the current stream's work so far."""
+        return EventOverlap(_record())
+
+    @staticmethod
+    def get_low_latency_rdma_size_hint(num_max_dispatch_tokens_per_rank,
+                                       hidden, num_ranks, num_experts):
+        """Bytes of device memory the two gin buffers of this shape take
+        per rank, at DeepEP's default top-8 (gin allocates them itself at
+        the first dispatch, for the top-k it sees)."""
+        return 2 * Ep.size_hint(num_max_dispatch_tokens_per_rank, hidden,
+                                min(8, num_experts), num_experts, num_ranks)
+
+    # ----------------------------------------------------------- lifetime
+
+    def destroy(self):
+        """Collective: releases every gin buffer and the communicator."""
+        eps, self._eps = self._eps, {}
+        for pair in eps.values():
+            for ep in pair:
+                ep.destroy()
+        if self._comm is not None:
+            c, self._comm = self._comm, None
+            c.destroy()
+
+    def __del__(self):
+        if getattr(self, "_comm", None) is not None and \
+                not self.explicitly_destroy:
+            try:
+                self.destroy()
+            except Exception:  # noqa: BLE001 - nothing to report it to
+                pass
+
+    def _ep(self, M, hidden, topk, E):
+        """The gin buffer the next dispatch of this shape uses: two per
+        shape in turn (collective when first made)."""
+        if self._comm is None:
+            raise _lib.error(_lib.ERR_STATE, f"{_NAME}: this Buffer was "
+                             "destroyed")
+        key = (M, hidden, topk, E)
+        if key not in self._eps:
+            self._eps[key] = [Ep(self._comm, M, hidden, topk, E,
+                                 device=self._device) for _ in range(2)]
+            self._turn[key] = 0
+        t = self._turn[key]
+        self._turn[key] = 1 - t
+        return self._eps[key][t]
+
+    def _handle_ep(self, handle):
+        ep = getattr(handle, "ep", None)
+        if ep is not None:
+            return ep
+        ptr = handle[0].data_ptr()  # a handle rebuilt by the caller
+        for pair in self._eps.values():
+            for ep in pair:
+                if any(r.src_token.data_ptr() == ptr
+                       for r in ep._views.values() if hasattr(r, "src_token")):
+                    return ep
+        raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: the handle is not "
+                         "one this Buffer's low_latency_dispatch returned")
+
+    # ---------------------------------------------------------- low latency
+
+    def clean_low_latency_buffer(self, num_max_dispatch_tokens_per_rank,
+                                 hidden, num_experts):
+        """gin's buffers keep no state a normal-mode call could dirty:
+        nothing to clean."""
+
+    def low_latency_dispatch(self, x, topk_idx,
+                             num_max_dispatch_tokens_per_rank, num_experts,
+                             cumulative_local_expert_recv_stats=None,
+                             dispatch_wait_recv_cost_stats=None,
+                             use_fp8=True, round_scale=False,
+                             use_ue8m0=False, async_finish=False,
+                             return_recv_hook=False):
+        """DeepEP's low_latency_dispatch: returns (recv_x, recv_count,
+        handle, event, hook); recv_x is (fp8 [L, R*M, H], scales) with
+        use_fp8 (scales fp32 [L, R*M, H/128] column-major, or with
+        use_ue8m0 int32 [L, R*M, H/512] of packed UE8M0 bytes), else bf16
+        [L, R*M, H]."""
+        if dispatch_wait_recv_cost_stats is not None:
+            raise _unsupported("dispatch_wait_recv_cost_stats")
+        if use_ue8m0 and not round_scale:
+            raise ValueError(f"{_NAME}: use_ue8m0 needs round_scale=True "
+                             "(UE8M0 scales are powers of two)")
+        if topk_idx.dim() != 2 or x.dim() != 2:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: x and topk_idx must "
+                             "be 2-D ([num_tokens, hidden], [num_tokens, "
+                             "num_topk])")
+        ep = self._ep(num_max_dispatch_tokens_per_rank, x.size(1),
+                      topk_idx.size(1), num_experts)
+        kw = dict(fp8=bool(use_fp8), round_scale=bool(round_scale),
+                  scale_layout=("ue8m0" if use_ue8m0 else "cols")
+                  if use_fp8 else "rows",
+                  packed_layout=True,
+                  recv_stats=cumulative_local_expert_recv_stats)
+        r = ep.dispatch(x, topk_idx, phases="send" if return_recv_hook
+                        else "both", **kw)
+
+        def hook():  # the receive phase
+            ep.dispatch(x, topk_idx, phases="recv", **kw)
+        handle = _Handle((r.src_token, r.layout,
+                          num_max_dispatch_tokens_per_rank, x.size(1),
+                          num_experts), ep)
+        recv_x = (r.x, r.scales) if use_fp8 else r.x
+        event = EventOverlap(_record() if async_finish else None,
+                             (x, topk_idx) if async_finish else None)
+        return recv_x, r.count, handle, event, \
+            hook if return_recv_hook else None
+
+    def low_latency_combine(self, x, topk_idx, topk_weights, handle,
+                            use_logfmt=False, zero_copy=False,
+                            async_finish=False, return_recv_hook=False,
+                            out=None, combine_wait_recv_cost_stats=None):
+        """DeepEP's low_latency_combine: x [L, R*M, H] bf16 (the experts'
+        outputs in dispatch's slots; with zero_copy, already written to
+        get_next_low_latency_combine_buffer), returns (combined_x [T, H]
+        bf16, event, hook)."""
+        if use_logfmt:
+            raise _unsupported("use_logfmt (LogFMT combine)")
+        if combine_wait_recv_cost_stats is not None:
+            raise _unsupported("combine_wait_recv_cost_stats")
+        ep = self._handle_ep(handle)
+        y = ep.combine_buffer("torch") if zero_copy else x
+        out = ep.combine(y, topk_idx, topk_weights, out=out,
+                         phases="send" if return_recv_hook else "both")
+
+        def hook():  # the receive phase
+            ep.combine(y, topk_idx, topk_weights, out=out, phases="recv")
+        event = EventOverlap(_record() if async_finish else None,
+                             (x, topk_idx, topk_weights, out)
+                             if async_finish else None)
+        return out, event, hook if return_recv_hook else None
+
+    def get_next_low_latency_combine_buffer(self, handle):
+        """The combine input of the buffer behind handle, [L, R*M, H]
+        bf16: outputs written here need no copy (zero_copy=True)."""
+        return self._handle_ep(handle).combine_buffer("torch")
+
+    # ---------------------------------------------------------- not here
+
+    def get_comm_stream(self):
+        raise _unsupported("get_comm_stream (gin runs on the caller's "
+                           "stream)")
+
+    def get_local_buffer_tensor(self, *args, **kwargs):
+        raise _unsupported("get_local_buffer_tensor")
+
+    def get_dispatch_layout(self, *args, **kwargs):
+        raise _unsupported("get_dispatch_layout (normal mode)")
+
+    def dispatch(self, *args, **kwargs):
+        raise _unsupported("dispatch (normal mode)")
+
+    def combine(self, *args, **kwargs):
+        raise _unsupported("combine (normal mode)")
+
+    def internode_dispatch(self, *args, **kwargs):
+        raise _unsupported("internode_dispatch (normal mode)")
+
+    def internode_combine(self, *args, **kwargs):
+        raise _unsupported("internode_combine (normal mode)")
+
+    @staticmethod
+    def get_dispatch_config(num_ranks):
+        raise _unsupported("get_dispatch_config (normal mode)")
+
+    @staticmethod
+    def get_combine_config(num_ranks):
+        raise _unsupported("get_combine_config (normal mode)")
+
+
+def _record():
+    """A CUDA event recorded on the current stream (None on the host
+    target, whose calls finish before they return)."""
+    if _lib.TARGET == "host":
+        return None
+    ev = torch.cuda.Event()
+    ev.record()
+    return ev
