@@ -8,6 +8,7 @@
     comm.destroy()
 
     comm = gin_comm.Comm.from_torch()   # the torch.distributed group's ranks
+    w = gin_comm.Window(comm, (n,), "float32")  # w.tensor, w.peer(r)
     ep = gin_comm.Ep(comm, max_tokens, hidden, topk, num_experts)
     # MoE dispatch and combine (gin_comm.ep); DeepEP's low-latency Buffer:
     # gin_comm.deep_ep
@@ -22,8 +23,9 @@ from ._lib import TARGET, GinError
 from . import _lib
 from .comm import Comm
 from .ep import Ep, Recv
+from .window import Window
 
-__all__ = ["Comm", "Ep", "GinError", "Recv", "TARGET", "version"]
+__all__ = ["Comm", "Ep", "GinError", "Recv", "TARGET", "Window", "version"]
 
 
 def version():

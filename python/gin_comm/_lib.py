@@ -192,3 +192,30 @@ gin_ep_combine_ex = _sig(
     ctypes.POINTER(EpCombineOpts), _vp, _vp, ctypes.c_int)
 gin_ep_combine_buffer = _sig("gin_ep_combine_buffer", ctypes.c_int, _vp,
                              ctypes.POINTER(_vp))
+
+# ---------------------------------------------------------------- windows
+
+
+def _window_struct():
+    """gin_window_t as this library lays it out (gin/device/impl/types.h):
+    idx, gen, size, this rank's base, then the first ranks' bases as
+    mapped here (NULL where not mapped)."""
+    b = Build()
+    gin_build_self_(ctypes.byref(b))
+
+    class WindowT(ctypes.Structure):
+        _fields_ = [("idx", ctypes.c_uint32), ("gen", ctypes.c_uint32),
+                    ("size", ctypes.c_uint64), ("local", ctypes.c_void_p),
+                    ("peer", ctypes.c_void_p * ((b.window_bytes - 24) // 8))]
+    if ctypes.sizeof(WindowT) != b.window_bytes:
+        raise GinError(ERR_UNSUPPORTED, "unsupported",
+                       f"gin_window_t is {b.window_bytes} bytes in {_PATH}, "
+                       f"which this gin_comm does not lay out")
+    return WindowT
+
+
+WindowT = _window_struct()
+gin_window_register = _sig("gin_window_register", ctypes.c_int, _vp, _vp,
+                           ctypes.c_size_t, ctypes.POINTER(WindowT))
+gin_window_deregister = _sig("gin_window_deregister", ctypes.c_int, _vp,
+                             WindowT)

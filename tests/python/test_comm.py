@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from harness import all_ok, launch, need_torch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -29,3 +31,11 @@ def test_target_setting():
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0
     assert "GIN_COMM_TARGET=tpu" in p.stderr
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_window(kind):
+    """Windows as arrays and tensors at 3 ranks (ranks_window.py)."""
+    if kind == "torch":
+        need_torch()
+    all_ok(launch(3, "ranks_window.py", kind), 3)

@@ -8,52 +8,12 @@ sets it)."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _has_torch():
-    try:
-        import torch  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
-def need_torch():
-    if not _has_torch():
-        if os.environ.get("GIN_REQUIRE_TORCH") == "1":
-            pytest.fail("torch is not installed (GIN_REQUIRE_TORCH=1)")
-        pytest.skip("torch is not installed")
-
-
-def launch(n, script, *args, env=None, timeout=300):
-    cmd = [sys.executable, "-m", "gin_comm.launch", "-n", str(n),
-           "--timeout", str(timeout - 20), "--grace", "20", sys.executable,
-           os.path.join(HERE, script)] + [str(a) for a in args]
-    e = dict(os.environ, PYTHONPATH=HERE + os.pathsep +
-             os.environ.get("PYTHONPATH", ""), **(env or {}))
-    return subprocess.run(cmd, capture_output=True, text=True,
-                          timeout=timeout, env=e)
-
-
-def all_ok(p, n):
-    out = p.stdout + p.stderr
-    assert p.returncode == 0, out[-6000:]
-    for r in range(n):
-        assert f"rank {r}/{n}: OK" in p.stdout, out[-6000:]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from harness import HERE, all_ok, free_port, launch, need_torch
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_ep_numpy(n):
@@ -87,3 +47,19 @@ def test_killed_rank():
         assert m, out[-6000:]
         assert float(m.group(1)) <= 2 * timeout_ms / 1000, m.group(0)
         assert "rank 2" in m.group(2), m.group(0)
+
+
+def test_moe_example():
+    """The README's quick start: examples/python/moe.py under torchrun at
+    2 ranks prints its check against one process and its figures."""
+    need_torch()
+    ex = os.path.join(HERE, "..", "..", "examples", "python", "moe.py")
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run",
+                        "--nproc-per-node", "2", "--master-port",
+                        str(free_port()), ex, "--fp8", "--iters", "3"],
+                       capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-6000:]
+    assert re.search(r"check: .* OK", p.stdout), out[-6000:]
+    assert re.search(r"dispatch: gin [0-9.]+ us, all_to_all_single", p.stdout)
+    assert p.stdout.strip().endswith("OK"), out[-6000:]

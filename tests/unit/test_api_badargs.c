@@ -344,7 +344,7 @@ CALL(hint_null_cfg, gin_ep_size_hint(NULL, t->nranks, &t->n))
 CALL(hint_nranks, gin_ep_size_hint(&t->cfg, 0, &t->n))
 CALL(hint_tokens, hint(t, ep_config(t->nranks, 0, EP_HIDDEN, 0)))
 CALL(hint_hidden, hint(t, ep_config(t->nranks, EP_TOKENS, -1, 0)))
-CALL(hint_fp8, hint(t, ep_config(t->nranks, EP_TOKENS, EP_HIDDEN, 2)))
+CALL(hint_fp8, hint(t, ep_config(t->nranks, EP_TOKENS, EP_HIDDEN, 3)))
 CALL(epcreate_null_out, gin_ep_create(t->world, &t->cfg, NULL))
 CALL(epcreate_one_null_out,
      gin_ep_create(t->world, &t->cfg, t->rank ? &t->ep : NULL))
@@ -374,6 +374,24 @@ CALL(disp_null_idx, dispatch(t, t->ep, t->x, NULL, EP_T, GIN_EP_SEND))
 CALL(disp_send_twice, dispatch(t, t->ep, t->x, t->idx, EP_T, GIN_EP_SEND))
 CALL(disp_in_combine, dispatch(t, t->ep, t->x, t->idx, EP_T, GIN_EP_BOTH))
 CALL(comb_null_ep, combine(t, NULL, EP_T, t->y, t->wts, t->out, GIN_EP_BOTH))
+static gin_result_t dispatch_ex(ctx_t *t, gin_ep_t ep, int payload) {
+  gin_ep_dispatch_opts_t o;
+  memset(&o, 0, sizeof o);
+  o.payload = payload;
+  return gin_ep_dispatch_ex(ep, t->x, t->idx, EP_T, &o, NULL, NULL,
+                            GIN_EP_BOTH);
+}
+static gin_result_t combine_ex(ctx_t *t, gin_ep_t ep, int idx64) {
+  gin_ep_combine_opts_t o;
+  memset(&o, 0, sizeof o);
+  o.idx64 = idx64;
+  return gin_ep_combine_ex(ep, t->y, t->idx, t->wts, EP_T, &o, t->out, NULL,
+                           GIN_EP_BOTH);
+}
+CALL(dispx_null_ep, dispatch_ex(t, NULL, 0))
+CALL(dispx_payload, dispatch_ex(t, t->ep, 9))
+CALL(combx_null_ep, combine_ex(t, NULL, 0))
+CALL(combx_idx64, combine_ex(t, t->ep, 3))
 CALL(comb_phase0, combine(t, t->ep, EP_T, t->y, t->wts, t->out, 0))
 CALL(comb_phase7, combine(t, t->ep, EP_T, t->y, t->wts, t->out, 7))
 CALL(comb_no_dispatch,
@@ -556,7 +574,7 @@ static const bad_case_t cases[] = {
     {"gin_ep_size_hint", RNG, hint_nranks, INV, "nranks 0", NULL},
     {"gin_ep_size_hint", RNG, hint_tokens, INV, "max_tokens 0 outside", NULL},
     {"gin_ep_size_hint", RNG, hint_hidden, INV, "hidden -1 outside", NULL},
-    {"gin_ep_size_hint", RNG, hint_fp8, INV, "fp8 is 2", NULL},
+    {"gin_ep_size_hint", RNG, hint_fp8, INV, "fp8 is 3", NULL},
     {"gin_ep_create", NUL, epcreate_null, INV, "create: comm is NULL", NULL},
     {"gin_ep_create", DEAD, epcreate_dead, ST, "ep_create: communicator", NULL},
     {"gin_ep_create", NUL, epcreate_null_out, INV, "ep_out is NULL", NULL},
@@ -574,6 +592,9 @@ static const bad_case_t cases[] = {
     {"gin_ep_dispatch", STA, disp_recv_first, INV, "GIN_EP_RECV without", NULL},
     {"gin_ep_dispatch", NUL, disp_null_x, INV, "x is NULL", NULL},
     {"gin_ep_dispatch", NUL, disp_null_idx, INV, "topk_idx is NULL", NULL},
+    {"gin_ep_dispatch_ex", NUL, dispx_null_ep, INV, "ep is NULL", NULL},
+    {"gin_ep_dispatch_ex", RNG, dispx_payload, INV, "payload 9 is not", NULL},
+    {"gin_ep_combine_ex", NUL, combx_null_ep, INV, "ep is NULL", NULL},
     {"gin_ep_combine", NUL, comb_null_ep, INV, "ep is NULL", NULL},
     {"gin_ep_combine", RNG, comb_phase0, INV, "phases 0 is not", NULL},
     {"gin_ep_combine", RNG, comb_phase7, INV, "phases 7 is not", NULL},
@@ -586,6 +607,7 @@ static const bad_case_t cases[] = {
     {"gin_ep_dispatch", SETUP, setup_dispatch_recv, OK, "", NULL},
     {"gin_ep_combine", RNG, comb_tokens, INV, "3 tokens, but the dispatch had",
      NULL},
+    {"gin_ep_combine_ex", RNG, combx_idx64, INV, "idx64 3 is not", NULL},
     {"gin_ep_combine", NUL, comb_null_y, INV, "y (the experts' outputs)", NULL},
     {"gin_ep_combine", NUL, comb_null_w, INV, "topk_weights is NULL", NULL},
     {"gin_ep_combine", NUL, comb_null_out, INV, "out is NULL", NULL},

@@ -1,0 +1,49 @@
+"""What the Python tests share: launching N ranks of a script under the
+package's ginrun, and the checks of their reports."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _has_torch():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def need_torch():
+    if not _has_torch():
+        if os.environ.get("GIN_REQUIRE_TORCH") == "1":
+            pytest.fail("torch is not installed (GIN_REQUIRE_TORCH=1)")
+        pytest.skip("torch is not installed")
+
+
+def launch(n, script, *args, env=None, timeout=300):
+    cmd = [sys.executable, "-m", "gin_comm.launch", "-n", str(n),
+           "--timeout", str(timeout - 20), "--grace", "20", sys.executable,
+           os.path.join(HERE, script)] + [str(a) for a in args]
+    e = dict(os.environ, PYTHONPATH=HERE + os.pathsep +
+             os.environ.get("PYTHONPATH", ""), **(env or {}))
+    return subprocess.run(cmd, capture_output=True, text=True,
+                          timeout=timeout, env=e)
+
+
+def all_ok(p, n):
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-6000:]
+    for r in range(n):
+        assert f"rank {r}/{n}: OK" in p.stdout, out[-6000:]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
