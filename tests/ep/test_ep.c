@@ -336,6 +336,44 @@ static gin_result_t fetch_recv(ep_buf_t *b, const ctx_t *c,
   return rc;
 }
 
+/* Combine of b's last dispatch with the experts' outputs c->h_y (in the
+ * buffer's combine input, or apart), checked against c->h_want; a
+ * mismatch or an API error goes to *res, unless it holds one already
+ * (from dispatch). */
+static void combine_check(ctx_t *c, ep_buf_t *b, int zero_copy, int T,
+                          int split, int idx64, const char *what,
+                          step_res_t *res) {
+  int H = b->hidden;
+  uint16_t *y = c->d_y;
+  if (zero_copy) TCHECK(gin_ep_combine_buffer(b->ep, &y));
+  TCHECK(gin_mem_copy(y, c->h_y, y_elems(c, H) * 2));
+  /* Poison out: unwritten rows show up (and rows past T must stay). */
+  TCHECK(gin_mem_set(c->d_out, 0xff, (size_t)MAX_TOKENS * H * 2));
+  gin_result_t rc = do_combine(b, c, y, T, split, idx64);
+  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+  if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(c->comm);
+  if (rc != GIN_SUCCESS) {
+    api_fail(res, what, rc);
+    return;
+  }
+  TCHECK(gin_mem_copy(c->h_out, c->d_out, (size_t)MAX_TOKENS * H * 2));
+  if (res->status) return; /* dispatch already wrong */
+  char msg[400];
+  if (ep_ref_check_out(c->h_want, c->h_out, T, H, msg, sizeof msg)) {
+    res->status = 1;
+    snprintf(res->msg, sizeof res->msg, "rank %d %s: %s", c->rank, what, msg);
+    return;
+  }
+  for (size_t i = (size_t)T * H; i < (size_t)MAX_TOKENS * H; i++)
+    if (c->h_out[i] != 0xffff) {
+      res->status = 1;
+      snprintf(res->msg, sizeof res->msg,
+               "rank %d %s: wrote row %d past num_tokens %d", c->rank, what,
+               (int)(i / (size_t)H), T);
+      return;
+    }
+}
+
 /* One dispatch + combine on buffer b with the inputs of (seed, rank). */
 static void run_step(ctx_t *c, ep_buf_t *b, const ep_case_t *cs, int step,
                      uint64_t seed, step_res_t *res) {
@@ -397,57 +435,14 @@ static void run_step(ctx_t *c, ep_buf_t *b, const ep_case_t *cs, int step,
   /* The experts, on what was delivered. */
   memset(c->h_y, 0, y_elems(c, H) * 2);
   ep_ref_experts(&b->got, me, c->h_y);
-  uint16_t *y = c->d_y;
-  if (step_zero_copy(step, me)) TCHECK(gin_ep_combine_buffer(b->ep, &y));
-  TCHECK(gin_mem_copy(y, c->h_y, y_elems(c, H) * 2));
-  /* Poison out: unwritten rows show up (and rows past T must stay). */
-  TCHECK(gin_mem_set(c->d_out, 0xff, (size_t)MAX_TOKENS * H * 2));
-  rc = do_combine(b, c, y, T, step_split_combine(step), o.idx64);
-  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
-  if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(c->comm);
-  if (rc != GIN_SUCCESS) {
-    api_fail(res, "combine", rc);
-    return;
-  }
-  TCHECK(gin_mem_copy(c->h_out, c->d_out, (size_t)MAX_TOKENS * H * 2));
-  if (res->status) return; /* dispatch already wrong */
   ep_ref_combine(in, ref_fp8, c->h_want);
-  char msg[400];
-  if (ep_ref_check_out(c->h_want, c->h_out, T, H, msg, sizeof msg)) {
-    res->status = 1;
-    snprintf(res->msg, sizeof res->msg, "rank %d combine: %s", me, msg);
-    return;
-  }
+  combine_check(c, b, step_zero_copy(step, me), T, step_split_combine(step),
+                o.idx64, "combine", res);
   /* Step 2 combines its dispatch twice: the outputs again, from the
    * other place (the buffer's combine input or memory apart). */
-  if (step == 2) {
-    uint16_t *y2 = c->d_y;
-    if (!step_zero_copy(step, me)) TCHECK(gin_ep_combine_buffer(b->ep, &y2));
-    TCHECK(gin_mem_copy(y2, c->h_y, y_elems(c, H) * 2));
-    TCHECK(gin_mem_set(c->d_out, 0xff, (size_t)MAX_TOKENS * H * 2));
-    rc = do_combine(b, c, y2, T, 1, o.idx64);
-    if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
-    if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(c->comm);
-    if (rc != GIN_SUCCESS) {
-      api_fail(res, "second combine", rc);
-      return;
-    }
-    TCHECK(gin_mem_copy(c->h_out, c->d_out, (size_t)MAX_TOKENS * H * 2));
-    if (ep_ref_check_out(c->h_want, c->h_out, T, H, msg, sizeof msg)) {
-      res->status = 1;
-      snprintf(res->msg, sizeof res->msg, "rank %d second combine: %s", me,
-               msg);
-      return;
-    }
-  }
-  for (size_t i = (size_t)T * H; i < (size_t)MAX_TOKENS * H; i++)
-    if (c->h_out[i] != 0xffff) {
-      res->status = 1;
-      snprintf(res->msg, sizeof res->msg,
-               "rank %d combine: wrote row %d past num_tokens %d", me,
-               (int)(i / (size_t)H), T);
-      return;
-    }
+  if (step == 2 && res->status != 2) /* every rank, to stay in step */
+    combine_check(c, b, !step_zero_copy(step, me), T, 1, o.idx64,
+                  "second combine", res);
 }
 
 static void run_case(ctx_t *c, int ci, int pass) {
