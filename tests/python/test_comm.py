@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness import all_ok, launch, need_torch
+from harness import all_ok, free_port, launch, need_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,3 +39,25 @@ def test_window(kind):
     if kind == "torch":
         need_torch()
     all_ok(launch(3, "ranks_window.py", kind), 3)
+
+
+def test_comm_torchrun(tmp_path):
+    """Comm.from_env under torchrun (its RANK, WORLD_SIZE, MASTER_*),
+    3 ranks: ranks_comm.py reads them through GIN_RANK/GIN_NRANKS, which
+    torchrun does not set, so a small script checks instead."""
+    need_torch()
+    code = ("import os, gin_comm\n"
+            "with gin_comm.Comm.from_env() as c:\n"
+            "    r, n = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])\n"
+            "    got = c.allgather(bytes([c.rank]) * 4)\n"
+            "    ok = (c.rank, c.size) == (r, n) and "
+            "got == [bytes([k]) * 4 for k in range(n)]\n"
+            "    print(f'rank {r}/{n}: ' + ('OK' if ok else 'FAIL'), "
+            "flush=True)\n")
+    script = tmp_path / "from_env.py"
+    script.write_text(code)
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run",
+                        "--nproc-per-node", "3", "--master-port",
+                        str(free_port()), str(script)],
+                       capture_output=True, text=True, timeout=120)
+    all_ok(p, 3)
