@@ -37,7 +37,7 @@ extern "C" {
  * libraries' SONAME carries MAJOR.MINOR; from 1.0 only a MAJOR release
  * may, and the SONAME carries MAJOR. */
 #define GIN_VERSION_MAJOR 0
-#define GIN_VERSION_MINOR 1
+#define GIN_VERSION_MINOR 2
 #define GIN_VERSION_PATCH 0
 #define GIN_VERSION_NUMBER                                                     \
   (GIN_VERSION_MAJOR * 10000 + GIN_VERSION_MINOR * 100 + GIN_VERSION_PATCH)

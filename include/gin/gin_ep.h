@@ -66,7 +66,8 @@ GIN_API gin_result_t gin_ep_destroy(gin_ep_t ep);
 enum { GIN_EP_SEND = 1, GIN_EP_RECV = 2, GIN_EP_BOTH = 3 };
 
 /* Where dispatch leaves its results: device arrays owned by the buffer,
- * valid until the dispatch after next. Slots of local expert le:
+ * valid until the next dispatch's receive phase (one set of arrays per
+ * buffer; combine reads them). Slots of local expert le:
  * [le * R * max_tokens, ...), packed: count[le] tokens, grouped by source
  * rank in rank order (layout gives each source's offset and count). */
 typedef struct gin_ep_recv {
@@ -151,7 +152,8 @@ GIN_API gin_result_t gin_ep_dispatch_ex(gin_ep_t ep, const uint16_t *x,
  * A dispatch may be combined again (other outputs, other weights): from
  * its second combine on, the send phase first waits at a barrier of
  * every rank, so that no rank still receiving the last one is sent rows
- * of the next. */
+ * of the next (outputs for it go to the combine buffer only after
+ * gin_ep_combine_fence). */
 GIN_API gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
                                     const int32_t *topk_idx,
                                     const float *topk_weights, int num_tokens,
@@ -169,6 +171,14 @@ GIN_API gin_result_t gin_ep_combine_ex(gin_ep_t ep, const uint16_t *y,
                                        int num_tokens,
                                        const gin_ep_combine_opts_t *opts,
                                        uint16_t *out, void *stream, int phases);
+
+/* Collective, on stream: every rank's receive of this buffer's last
+ * combine is done before what follows. After it the combine buffer may
+ * be rewritten for another combine of the same dispatch (before it, a
+ * rank may still be reading its rows from there, or a proxy sending them
+ * on). Nothing is launched before the dispatch's first combine, nor again
+ * before the next combine (which then needs no barrier of its own). */
+GIN_API gin_result_t gin_ep_combine_fence(gin_ep_t ep, void *stream);
 
 /* The buffer's combine input: device memory for y [L][R * max_tokens][H]
  * bf16. Experts that write their outputs here (after the dispatch's

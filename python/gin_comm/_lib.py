@@ -192,6 +192,7 @@ gin_ep_combine_ex = _sig(
     ctypes.POINTER(EpCombineOpts), _vp, _vp, ctypes.c_int)
 gin_ep_combine_buffer = _sig("gin_ep_combine_buffer", ctypes.c_int, _vp,
                              ctypes.POINTER(_vp))
+gin_ep_combine_fence = _sig("gin_ep_combine_fence", ctypes.c_int, _vp, _vp)
 
 # ---------------------------------------------------------------- windows
 

@@ -23,6 +23,15 @@ What differs, by design:
 - num_rdma_bytes and num_qps_per_rank are not needed: gin sizes its
   buffers at the first dispatch of each shape (two per shape, as DeepEP's
   two low-latency buffers, so two dispatches' results may be held).
+- recv_x, its scales, recv_count and the handle's tensors are views of
+  those buffers, not tensors of their own: each is overwritten by the
+  dispatch after next of its shape (DeepEP's warning: at most two
+  results held) and freed by destroy(). Clone what must live longer.
+- get_next_low_latency_combine_buffer gives the buffer the handle's
+  dispatch used; when that dispatch was combined already, it first waits
+  (on the stream, at a barrier of every rank) until no rank still reads
+  the last combine's rows from there. It is collective, as the combine
+  it prepares.
 - The host target (CPU tensors, gin_comm.TARGET == "host") runs the same
   API, so it is tested without a GPU.
 DeepEP's normal (high-throughput) mode, LogFMT combine and the
@@ -173,9 +182,14 @@ class Buffer:
             self._eps[key] = [Ep(self._comm, M, hidden, topk, E,
                                  device=self._device) for _ in range(2)]
             self._turn[key] = 0
-        t = self._turn[key]
-        self._turn[key] = 1 - t
-        return self._eps[key][t]
+        return self._eps[key][self._turn[key]]
+
+    def _turned(self, ep):
+        """After a dispatch on ep went out: the next one takes the other
+        buffer of its shape (a refused call leaves the turn as it was)."""
+        for key, pair in self._eps.items():
+            if pair[self._turn[key]] is ep:
+                self._turn[key] = 1 - self._turn[key]
 
     def _handle_ep(self, handle):
         ep = getattr(handle, "ep", None)
@@ -220,13 +234,15 @@ class Buffer:
                              "num_topk])")
         ep = self._ep(num_max_dispatch_tokens_per_rank, x.size(1),
                       topk_idx.size(1), num_experts)
-        kw = dict(fp8=bool(use_fp8), round_scale=bool(round_scale),
+        kw = dict(fp8=bool(use_fp8),
+                  round_scale=bool(round_scale and use_fp8),  # else unused
                   scale_layout=("ue8m0" if use_ue8m0 else "cols")
                   if use_fp8 else "rows",
                   packed_layout=True,
                   recv_stats=cumulative_local_expert_recv_stats)
         r = ep.dispatch(x, topk_idx, phases="send" if return_recv_hook
                         else "both", **kw)
+        self._turned(ep)
 
         def hook():  # the receive phase
             ep.dispatch(x, topk_idx, phases="recv", **kw)
@@ -266,7 +282,9 @@ class Buffer:
     def get_next_low_latency_combine_buffer(self, handle):
         """The combine input of the buffer behind handle, [L, R*M, H]
         bf16: outputs written here need no copy (zero_copy=True)."""
-        return self._handle_ep(handle).combine_buffer("torch")
+        ep = self._handle_ep(handle)
+        ep.combine_fence()
+        return ep.combine_buffer("torch")
 
     # ---------------------------------------------------------- not here
 

@@ -9,8 +9,10 @@
 Arrays are torch tensors (cuda target: on the communicator's GPU; host
 target: CPU) or, on the host target, NumPy arrays (bf16 as uint16). What
 dispatch returns is the buffer's own memory seen as arrays of the input's
-kind (no copies), valid until the dispatch after next. The semantics are
-gin_ep.h's; the low-latency Buffer of gin_comm.deep_ep is built on this.
+kind (no copies), valid until the next dispatch's receive phase and
+while the Ep lives (destroy() frees the memory under them). The
+semantics are gin_ep.h's; the low-latency Buffer of gin_comm.deep_ep is
+built on this.
 """
 
 import ctypes
@@ -75,8 +77,10 @@ class Ep:
 
     def destroy(self):
         """Collective; no dispatch or combine may be in flight. The
-        arrays handed out must not be used after it."""
+        arrays handed out must not be used after it. Before the
+        communicator's destroy."""
         if self._h is not None:
+            self.comm._handle()  # raises if the communicator is gone
             h, self._h = self._h, None
             self._views.clear()
             _lib.check(_lib.gin_ep_destroy(h))
@@ -104,7 +108,8 @@ class Ep:
         if self.device == "cpu":
             return None
         import torch
-        return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        return ctypes.c_void_p(
+            torch.cuda.current_stream(self.device).cuda_stream)
 
     def _after(self):
         # Host target: the kernels ran to the end in the call, so their
@@ -206,6 +211,14 @@ class Ep:
                                            (L, S)),
                     count=self._export(kind, r.count, "int32", (L,)),
                     layout=layout)
+
+    def combine_fence(self):
+        """Collective, on the current stream: every rank's receive of the
+        last combine is done before what follows, so the combine buffer
+        may be rewritten for another combine of the same dispatch
+        (gin_ep_combine_fence; nothing happens before the first)."""
+        _lib.check(_lib.gin_ep_combine_fence(self._handle(),
+                                             self._stream(None)))
 
     def combine_buffer(self, kind="torch"):
         """The buffer's combine input, [L, S, H] bf16 (kind "torch" or

@@ -669,6 +669,15 @@ static const char *dev_kind_name(int64_t kind) {
 }
 
 /* Turns a device error record into a result and a message. */
+/* An EP dispatch's row format as its receive reports it (1: fp8, | 2:
+ * power-of-two scales). */
+static const char *ep_format_name(uint64_t code) {
+  return code == 0   ? "bf16"
+         : code == 1 ? "fp8"
+         : code == 3 ? "fp8 (power-of-two scales)"
+                     : "unknown";
+}
+
 static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
   unsigned long long exp = e->expected, seen = e->seen, a0 = e->arg0,
                      a1 = e->arg1;
@@ -792,14 +801,13 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                                                        : GIN_ERR_TIMEOUT,
                      "rank %d: %s", r, c->proxy_msg);
   case GIN_DEVERR_EP_ROUTING:
-    if (a1 == 5)
+    if (a1 == 5) /* seen, a0: the sender's and this rank's row formats */
       return GIN_ERROR(GIN_ERR_INVALID,
                        "rank %d: EP dispatch receive: rank %lld sent %s rows "
                        "for local expert %llu, but this rank's dispatch takes "
                        "%s rows (every rank's dispatch must ask for the same "
-                       "payload); nothing more was copied",
-                       r, peer, seen ? "fp8" : "bf16", exp,
-                       a0 ? "fp8" : "bf16");
+                       "payload and round_scale); nothing more was copied",
+                       r, peer, ep_format_name(seen), exp, ep_format_name(a0));
     if (a1 == 2)
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "rank %d: EP dispatch receive: rank %lld announced %lld "

@@ -31,7 +31,8 @@ struct gin_ep {
   int last_T;
   int dispatch_sent, combine_sent; /* send phase issued, receive not yet */
   int combines;                    /* combines of the last dispatch */
-  gin_ep_dispatch_opts_t sent;     /* the issued send phase's options */
+  int fenced; /* a barrier ran since the last combine (combine_fence) */
+  gin_ep_dispatch_opts_t sent; /* the issued send phase's options */
 };
 
 GIN_PARAM_INT(param_ep_pull, "EP_PULL", 1,
@@ -413,6 +414,7 @@ gin_result_t gin_ep_dispatch_ex(gin_ep_t ep, const uint16_t *x,
     GIN_CHECK(gin_ep_launch_dispatch_recv(&a, stream));
     ep->dispatch_sent = 0;
     ep->combines = 0;
+    ep->fenced = 0;
     ep->set_cur = ep->set_next;
     ep->set_next ^= 1;
   }
@@ -476,10 +478,12 @@ gin_result_t gin_ep_combine_ex(gin_ep_t ep, const uint16_t *y,
   if (phases & GIN_EP_SEND) {
     /* A dispatch combined again: every rank's last combine receive must
      * be over before rows of this one arrive anywhere. */
-    if (ep->combines > 0) GIN_CHECK(gin_ep_launch_barrier(&a, stream));
+    if (ep->combines > 0 && !ep->fenced)
+      GIN_CHECK(gin_ep_launch_barrier(&a, stream));
     GIN_CHECK(gin_ep_launch_combine_send(&a, stream));
     ep->combine_sent = 1;
     ep->combines++;
+    ep->fenced = 0;
   }
   if (phases & GIN_EP_RECV) {
     GIN_CHECK(gin_ep_launch_combine_recv(&a, stream));
@@ -494,6 +498,19 @@ gin_result_t gin_ep_combine(gin_ep_t ep, const uint16_t *y,
                             int phases) {
   return gin_ep_combine_ex(ep, y, topk_idx, topk_weights, num_tokens, NULL, out,
                            stream, phases);
+}
+
+gin_result_t gin_ep_combine_fence(gin_ep_t ep, void *stream) {
+  GIN_ARG_CHECK(ep, "gin_ep_combine_fence: ep is NULL");
+  GIN_ARG_CHECK(!ep->combine_sent,
+                "gin_ep_combine_fence: a combine's receive phase is "
+                "outstanding (call gin_ep_combine with GIN_EP_RECV first)");
+  if (ep->combines == 0 || ep->fenced) return GIN_SUCCESS;
+  gin_ep_args_t a;
+  args_make(ep, ep->set_cur, 0, &a);
+  GIN_CHECK(gin_ep_launch_barrier(&a, stream));
+  ep->fenced = 1;
+  return GIN_SUCCESS;
 }
 
 gin_result_t gin_ep_combine_buffer(gin_ep_t ep, uint16_t **y_out) {

@@ -146,7 +146,7 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
         (a->pull && (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF)
              ? GIN_EP_PULLED
              : 0) |
-        (a->fp8 ? GIN_EP_HDR_FP8 : 0);
+        gin_ep_format(a->fp8, a->pow2);
     int slot = ep_slot(a, t, e);
     size_t roff = gin_ep_recv_off(g, a->set, e % g->L, g->me, slot);
     rc = gin_put_value(dc, ctx, world, dst, a->win,
@@ -249,8 +249,8 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
                                      uint32_t *h) {
   const gin_devcomm_t *dc = &a->dc;
   memcpy(h, a->base + gin_ep_hdr_off(&a->g, a->set, le, r, j), 8);
-  int what =
-      gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL, a->fp8);
+  uint32_t mine = gin_ep_format(a->fp8, a->pow2);
+  int what = gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL, mine);
   if (what == GIN_EP_MSG_BAD) {
     gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
                   (uint64_t)le, h[1] & ~GIN_EP_HDR_FLAGS, (uint64_t)a->g.M, 3);
@@ -258,7 +258,8 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
   }
   if (what == GIN_EP_MSG_FORMAT) { /* the ranks' dispatches disagree */
     gin_dev_fail_(dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
-                  (uint64_t)le, (uint64_t)!a->fp8, (uint64_t)a->fp8, 5);
+                  (uint64_t)le, gin_ep_format_code(h[1]),
+                  gin_ep_format_code(mine), 5);
     return NULL;
   }
   if (what == GIN_EP_MSG_HERE)

@@ -18,9 +18,11 @@
 #define GIN_EP_PULLED 0x80000000u
 
 /* In a dispatch header's top-k word: the payload is FP8 (the sender's
- * dispatch cast it). */
+ * dispatch cast it), and its scales are powers of two (round_scale). */
 #define GIN_EP_HDR_FP8 0x40000000u
-#define GIN_EP_HDR_FLAGS (GIN_EP_PULLED | GIN_EP_HDR_FP8)
+#define GIN_EP_HDR_POW2 0x20000000u
+#define GIN_EP_HDR_FORMAT (GIN_EP_HDR_FP8 | GIN_EP_HDR_POW2)
+#define GIN_EP_HDR_FLAGS (GIN_EP_PULLED | GIN_EP_HDR_FORMAT)
 
 enum {
   GIN_EP_MSG_BAD = 0,
@@ -31,21 +33,35 @@ enum {
 
 /* A dispatch header: token h0 and top-k slot h1 (with GIN_EP_PULLED when
  * the payload is to be read from the sender's window, which must then be
- * mapped here; with GIN_EP_HDR_FP8 when it is FP8), for a receive whose
- * dispatch takes fp8 (1) or bf16 (0) rows. HERE: the payload follows the
- * header; PULL: it is in the sender's send slot of token h0; BAD: a token
- * outside [0, M) or a slot outside [0, K) (both go back to the sender in
- * combine), or a pull from a window not mapped here; FORMAT: a well-formed
- * header whose payload is the other format (the sender's dispatch asked
- * for another payload than this rank's). */
+ * mapped here; with the format bits GIN_EP_HDR_FP8 and GIN_EP_HDR_POW2 as
+ * the sender's dispatch made the payload), for a receive whose dispatch
+ * takes rows of format `format` (the same bits). HERE: the payload
+ * follows the header; PULL: it is in the sender's send slot of token h0;
+ * BAD: a token outside [0, M) or a slot outside [0, K) (both go back to
+ * the sender in combine), or a pull from a window not mapped here;
+ * FORMAT: a well-formed header whose payload is of another format (the
+ * sender's dispatch asked for another payload or round_scale than this
+ * rank's). */
 GIN_HD_FN int gin_ep_header_check(uint32_t h0, uint32_t h1, int M, int K,
-                                  int mapped, int fp8) {
+                                  int mapped, uint32_t format) {
   int pulled = (h1 & GIN_EP_PULLED) != 0;
   uint32_t k = h1 & ~GIN_EP_HDR_FLAGS;
   if (h0 >= (uint32_t)M || k >= (uint32_t)K || (pulled && !mapped))
     return GIN_EP_MSG_BAD;
-  if (((h1 & GIN_EP_HDR_FP8) != 0) != (fp8 != 0)) return GIN_EP_MSG_FORMAT;
+  if ((h1 & GIN_EP_HDR_FORMAT) != format) return GIN_EP_MSG_FORMAT;
   return pulled ? GIN_EP_MSG_PULL : GIN_EP_MSG_HERE;
+}
+
+/* The format bits of a dispatch's rows. */
+GIN_HD_FN uint32_t gin_ep_format(int fp8, int pow2) {
+  return (fp8 ? GIN_EP_HDR_FP8 : 0) | (fp8 && pow2 ? GIN_EP_HDR_POW2 : 0);
+}
+
+/* Format bits as reported to the host (GIN_DEVERR_EP_ROUTING, why 5):
+ * 1 fp8, | 2 power-of-two scales; 0 bf16. */
+GIN_HD_FN uint64_t gin_ep_format_code(uint32_t bits) {
+  return ((bits & GIN_EP_HDR_FP8) ? 1u : 0u) |
+         ((bits & GIN_EP_HDR_POW2) ? 2u : 0u);
 }
 
 /* A combine `where` word for a top-k slot routed to local expert le of a

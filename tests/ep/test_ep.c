@@ -339,12 +339,14 @@ static gin_result_t fetch_recv(ep_buf_t *b, const ctx_t *c,
 /* Combine of b's last dispatch with the experts' outputs c->h_y (in the
  * buffer's combine input, or apart), checked against c->h_want; a
  * mismatch or an API error goes to *res, unless it holds one already
- * (from dispatch). */
+ * (from dispatch). Outputs for a dispatch's second combine go to the
+ * combine buffer after gin_ep_combine_fence. */
 static void combine_check(ctx_t *c, ep_buf_t *b, int zero_copy, int T,
                           int split, int idx64, const char *what,
                           step_res_t *res) {
   int H = b->hidden;
   uint16_t *y = c->d_y;
+  if (zero_copy) TCHECK(gin_ep_combine_fence(b->ep, NULL));
   if (zero_copy) TCHECK(gin_ep_combine_buffer(b->ep, &y));
   TCHECK(gin_mem_copy(y, c->h_y, y_elems(c, H) * 2));
   /* Poison out: unwritten rows show up (and rows past T must stay). */
@@ -438,11 +440,17 @@ static void run_step(ctx_t *c, ep_buf_t *b, const ep_case_t *cs, int step,
   ep_ref_combine(in, ref_fp8, c->h_want);
   combine_check(c, b, step_zero_copy(step, me), T, step_split_combine(step),
                 o.idx64, "combine", res);
-  /* Step 2 combines its dispatch twice: the outputs again, from the
-   * other place (the buffer's combine input or memory apart). */
-  if (step == 2 && res->status != 2) /* every rank, to stay in step */
-    combine_check(c, b, !step_zero_copy(step, me), T, 1, o.idx64,
-                  "second combine", res);
+  /* Step 2 combines its dispatch twice: the second time the outputs
+   * negated, in the buffer's combine input, where a rank still reading
+   * the first combine's rows (half the ranks' came from there) would find
+   * them. */
+  if (step == 2 && res->status != 2) { /* every rank, to stay in step */
+    for (size_t i = 0; i < y_elems(c, H); i++)
+      c->h_y[i] ^= 0x8000;
+    for (size_t i = 0; i < (size_t)T * H; i++)
+      c->h_want[i] ^= 0x8000;
+    combine_check(c, b, 1, T, 1, o.idx64, "second combine", res);
+  }
 }
 
 static void run_case(ctx_t *c, int ci, int pass) {

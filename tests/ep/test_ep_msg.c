@@ -10,6 +10,7 @@
 #define P GIN_EP_PULLED
 #define PW ((uint64_t)GIN_EP_PULLED << 32)
 #define F GIN_EP_HDR_FP8
+#define W GIN_EP_HDR_POW2
 
 int main(void) {
   enum { M = 128, K = 8 };
@@ -33,18 +34,34 @@ int main(void) {
   CHECK(gin_ep_header_check(M, 3 | P, M, K, 1, 0) == GIN_EP_MSG_BAD,
         "pull, token M");
   /* The payload's format against the receive's. */
-  CHECK(gin_ep_header_check(5, 3 | F, M, K, 0, 1) == GIN_EP_MSG_HERE,
+  CHECK(gin_ep_header_check(5, 3 | F, M, K, 0, F) == GIN_EP_MSG_HERE,
         "fp8 row, fp8 receive");
-  CHECK(gin_ep_header_check(5, 3 | P | F, M, K, 1, 1) == GIN_EP_MSG_PULL,
+  CHECK(gin_ep_header_check(5, 3 | P | F, M, K, 1, F) == GIN_EP_MSG_PULL,
         "fp8 pull, fp8 receive");
   CHECK(gin_ep_header_check(5, 3 | F, M, K, 0, 0) == GIN_EP_MSG_FORMAT,
         "fp8 row, bf16 receive");
-  CHECK(gin_ep_header_check(5, 3 | P, M, K, 1, 1) == GIN_EP_MSG_FORMAT,
+  CHECK(gin_ep_header_check(5, 3 | P, M, K, 1, F) == GIN_EP_MSG_FORMAT,
         "bf16 pull, fp8 receive");
   CHECK(gin_ep_header_check(M, 3 | F, M, K, 0, 0) == GIN_EP_MSG_BAD,
         "a bad token is BAD whatever its format");
-  CHECK(gin_ep_header_check(0, K | F, M, K, 0, 1) == GIN_EP_MSG_BAD,
+  CHECK(gin_ep_header_check(0, K | F, M, K, 0, F) == GIN_EP_MSG_BAD,
         "slot K with the fp8 flag");
+  /* Power-of-two scales against the receive's. */
+  CHECK(gin_ep_header_check(5, 3 | F | W, M, K, 0, F | W) == GIN_EP_MSG_HERE,
+        "pow2 row, pow2 receive");
+  CHECK(gin_ep_header_check(5, 3 | P | F | W, M, K, 1, F | W) ==
+            GIN_EP_MSG_PULL,
+        "pow2 pull, pow2 receive");
+  CHECK(gin_ep_header_check(5, 3 | F, M, K, 0, F | W) == GIN_EP_MSG_FORMAT,
+        "plain scales, pow2 receive");
+  CHECK(gin_ep_header_check(5, 3 | F | W, M, K, 0, F) == GIN_EP_MSG_FORMAT,
+        "pow2 scales, plain receive");
+  CHECK(gin_ep_format(0, 1) == 0 && gin_ep_format(1, 0) == F &&
+            gin_ep_format(1, 1) == (F | W),
+        "format bits (pow2 only with fp8)");
+  CHECK(gin_ep_format_code(F | W | P | 7) == 3 && gin_ep_format_code(F) == 1 &&
+            gin_ep_format_code(0) == 0,
+        "format codes");
 
   /* Combine where words: 0, or PW | s with s one of expert le's rows. */
   const size_t rows = 8 * M; /* R = 8 */

@@ -139,9 +139,11 @@ def expert_outputs(recv_x, count, me, fp8, ue8m0):
     return y.to(DEV)
 
 
-def check_combine(out, ins, me, fp8, rs, what, fails):
+def check_combine(out, ins, me, fp8, rs, what, fails, negated=False):
     x, idx, w = ins[me]
     want = ep_ref.combine(u16(x), idx.numpy(), w.numpy(), fp8, rs)
+    if negated:
+        want ^= 0x8000
     bad = ep_ref.close(want, u16(out))
     if out.shape != (x.shape[0], H) or out.dtype != torch.bfloat16:
         fails.append(f"{what}: combined {out.dtype} {tuple(out.shape)}")
@@ -187,10 +189,13 @@ def main():
                     check_dispatch(recv_x, count, handle, stats, want_stats,
                                    ins, me, n, fp8, rs, ue8m0, fails)
                     y = expert_outputs(recv_x, count, me, fp8, ue8m0)
-                    for zero_copy in (False, True):
+                    # The third combine's outputs negated, where the
+                    # second's were read from: written after the fence
+                    # get_next_low_latency_combine_buffer waits at.
+                    for i, zero_copy in enumerate((False, True, True)):
                         if zero_copy:
                             buf.get_next_low_latency_combine_buffer(
-                                handle)[:, :, :] = y
+                                handle)[:, :, :] = -y if i == 2 else y
                         out = torch.empty((x.shape[0], H),
                                           dtype=torch.bfloat16, device=DEV)
                         got, ev, hk = buf.low_latency_combine(
@@ -201,7 +206,7 @@ def main():
                         if got.data_ptr() != out.data_ptr():
                             fails.append(f"{what}: combine did not fill out")
                         check_combine(got, ins, me, fp8, rs,
-                                      f"{what} zero_copy {zero_copy}", fails)
+                                      f"{what} combine {i}", fails, i == 2)
                     if len(fails) > before:
                         fails.insert(before, what)
 

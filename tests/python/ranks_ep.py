@@ -70,6 +70,7 @@ STEPS = [
 
 def check_dispatch(r, A, all_x, me, R, L, fp8, rs, layout, packed, fails):
     S = R * M
+    G = all_x[0][0].shape[1] // 128
     count, src_rank, src_tok = A.np(r.count), A.np(r.src_rank), \
         A.np(r.src_token)
     lay = A.np(r.layout)
@@ -108,7 +109,7 @@ def check_dispatch(r, A, all_x, me, R, L, fp8, rs, layout, packed, fails):
         gq = ep_ref.fp8_bytes_to_f32(x[le, :n])
         if layout == "ue8m0":
             words = np.ascontiguousarray(A.np(r.scales))  # [L, S, W] int32
-            b = words.view(np.uint8).reshape(L, S, -1)[le, :n, :H // 128]
+            b = words.view(np.uint8).reshape(L, S, -1)[le, :n, :G]
             gs = np.ldexp(np.float32(1), b.astype(np.int32) - 127)
         else:
             gs = A.np(r.scales)[le, :n]
@@ -126,7 +127,8 @@ def experts_out(r, A, me, L, fp8):
     """The stand-in experts on what arrived: y [L, S, H] bf16 bits."""
     count = A.np(r.count)
     x = A.np(r.x)
-    y = np.zeros(x.shape[:2] + (H,), np.uint16)
+    H = x.shape[2]
+    y = np.zeros(x.shape, np.uint16)
     for le in range(L):
         n = int(count[le])
         if not n:
@@ -151,7 +153,7 @@ def experts_out(r, A, me, L, fp8):
 def run_step(comm, ep, A, seed, step, stats, want_stats, fails):
     fp8, rs, layout, packed, i64, phases, zc = step
     R, me = comm.size, comm.rank
-    L = PER_RANK
+    L, H = PER_RANK, ep.hidden
     T = [(M * (r + 1) + seed) % (M + 1) for r in range(R)]
     ins = [ep_ref.inputs(seed, r, T[r], H, K, PER_RANK * R) for r in range(R)]
     x, idx, w = ins[me]
@@ -239,6 +241,10 @@ def main():
                          fails)
             bad_arguments(ep, A, fails)
             run_step(comm, ep, A, 200, STEPS[2], stats, want_stats, fails)
+        # Five scale groups a row: two UE8M0 words, the second partial.
+        with gin_comm.Ep(comm, M, 640, K, PER_RANK * n) as ep:
+            want_stats[:] = A.np(stats)
+            run_step(comm, ep, A, 300, STEPS[3], stats, want_stats, fails)
     for f in fails[:20]:
         print(f"rank {me}/{n}: FAIL {f}")
     if not fails:

@@ -388,6 +388,8 @@ static gin_result_t combine_ex(ctx_t *t, gin_ep_t ep, int idx64) {
   return gin_ep_combine_ex(ep, t->y, t->idx, t->wts, EP_T, &o, t->out, NULL,
                            GIN_EP_BOTH);
 }
+CALL(fence_null, gin_ep_combine_fence(NULL, NULL))
+CALL(fence_in_combine, gin_ep_combine_fence(t->ep, NULL))
 CALL(dispx_null_ep, dispatch_ex(t, NULL, 0))
 CALL(dispx_payload, dispatch_ex(t, t->ep, 9))
 CALL(combx_null_ep, combine_ex(t, NULL, 0))
@@ -445,7 +447,7 @@ static const bad_case_t cases[] = {
     {"gin_comm_init", RNG, init_cfg_size, INV, "cfg->size", NULL},
     {"gin_comm_init", RNG, init_cfg_timeout, INV, "timeout_ms -5", NULL},
     {"gin_comm_init", BLD, init_built_version, INV,
-     "compiled with gin's headers of version 0.2.0", NULL},
+     "compiled with gin's headers of version 0.", NULL},
     {"gin_comm_init", BLD, init_built_sizes, INV,
      "gin_devcomm_t and gin_window_t are", NULL},
     {"gin_comm_init", BLD, init_built_cuda, INV,
@@ -595,6 +597,7 @@ static const bad_case_t cases[] = {
     {"gin_ep_dispatch_ex", NUL, dispx_null_ep, INV, "ep is NULL", NULL},
     {"gin_ep_dispatch_ex", RNG, dispx_payload, INV, "payload 9 is not", NULL},
     {"gin_ep_combine_ex", NUL, combx_null_ep, INV, "ep is NULL", NULL},
+    {"gin_ep_combine_fence", NUL, fence_null, INV, "ep is NULL", NULL},
     {"gin_ep_combine", NUL, comb_null_ep, INV, "ep is NULL", NULL},
     {"gin_ep_combine", RNG, comb_phase0, INV, "phases 0 is not", NULL},
     {"gin_ep_combine", RNG, comb_phase7, INV, "phases 7 is not", NULL},
@@ -620,6 +623,8 @@ static const bad_case_t cases[] = {
     {"gin_ep_combine", SETUP, setup_combine_send, OK, "", NULL},
     {"gin_ep_dispatch", STA, disp_in_combine, INV, "receive phase is outstand",
      NULL},
+    {"gin_ep_combine_fence", STA, fence_in_combine, INV,
+     "receive phase is outstanding", NULL},
     {"gin_ep_combine", STA, comb_send_twice, INV, "was not received", NULL},
     {"gin_ep_combine", SETUP, setup_combine_recv, OK, "", NULL},
     {"gin_ep_destroy", SETUP, setup_ep_destroy, OK, "", NULL},
