@@ -124,7 +124,9 @@ typedef struct gin_ep_dispatch_opts {
   int round_scale;     /* fp8: scales rounded up to powers of two */
   int scale_layout;    /* GIN_EP_SCALES_* */
   int layout;          /* GIN_EP_LAYOUT_*: recv.layout's form */
-  int idx64;           /* topk_idx is int64_t [T][K] (else int32_t) */
+  int idx64;           /* topk_idx is int64_t [T][K] (else int32_t); it
+                          must say what the array is: an int32 array read
+                          as int64 is read past its end */
   int32_t *recv_stats; /* device [L] or NULL: the receive adds each local
                           expert's count (DeepEP's
                           cumulative_local_expert_recv_stats) */

@@ -61,3 +61,15 @@ def test_comm_torchrun(tmp_path):
                         str(free_port()), str(script)],
                        capture_output=True, text=True, timeout=120)
     all_ok(p, 3)
+
+
+def test_package_version():
+    """The distribution's version (pyproject.toml) is the C library's
+    (gin.h, the version's one home)."""
+    from importlib import metadata
+    import gin_comm
+    try:
+        dist = metadata.version("gin-comm")
+    except metadata.PackageNotFoundError:
+        pytest.skip("gin-comm is not installed (run from a source tree)")
+    assert dist == gin_comm.version()
