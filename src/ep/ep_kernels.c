@@ -251,15 +251,16 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
   memcpy(h, a->base + gin_ep_hdr_off(&a->g, a->set, le, r, j), 8);
   uint32_t mine = gin_ep_format(a->fp8, a->pow2);
   int what = gin_ep_header_check(h[0], h[1], a->g.M, a->g.K, rb != NULL, mine);
-  if (what == GIN_EP_MSG_BAD) {
-    gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
-                  (uint64_t)le, h[1] & ~GIN_EP_HDR_FLAGS, (uint64_t)a->g.M, 3);
-    return NULL;
-  }
-  if (what == GIN_EP_MSG_FORMAT) { /* the ranks' dispatches disagree */
-    gin_dev_fail_(dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0],
-                  (uint64_t)le, gin_ep_format_code(h[1]),
-                  gin_ep_format_code(mine), 5);
+  if (what == GIN_EP_MSG_BAD || what == GIN_EP_MSG_FORMAT) {
+    /* One report for both (a second call site costs the copy loop a
+     * spilled register): a word no correct peer writes (why 3), or ranks
+     * whose dispatches ask for other formats (why 5). */
+    int fmt = what == GIN_EP_MSG_FORMAT;
+    gin_dev_fail_(dc, fmt ? GIN_ERR_INVALID : GIN_ERR_REMOTE,
+                  GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0], (uint64_t)le,
+                  fmt ? gin_ep_format_code(h[1]) : h[1] & ~GIN_EP_HDR_FLAGS,
+                  fmt ? gin_ep_format_code(mine) : (uint64_t)a->g.M,
+                  fmt ? 5 : 3);
     return NULL;
   }
   if (what == GIN_EP_MSG_HERE)
@@ -311,7 +312,7 @@ GIN_DEVICE_FN void ep_recv_scattered(const gin_ep_args_t *a, size_t slot,
  * outputs one after another. GIN_SUCCESS, or GIN_ERR_REMOTE (recorded). */
 GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
                                const int *cnt, int off, int tot, int mine,
-                               int wstride, ep_row_t *rows) {
+                               int wstride, ep_row_t *rows, int scattered) {
   const gin_ep_geom_t *g = &a->g;
   const gin_devcomm_t *dc = &a->dc;
   gin_team_t world = gin_team_world(dc);
@@ -347,11 +348,11 @@ GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
        * took 20 more registers). The row alone is a plain coop copy: the
        * batched one's registers cost the waiting blocks here (its receive
        * measured 18-19 -> 23-24 us at 2 ranks on an H200). */
-      if (a->fp8 && a->scale_layout == GIN_EP_SCALES_ROWS)
+      if (a->fp8 && !scattered)
         gin_copy_coop_split((char *)a->r.x + slot * (size_t)g->H, (size_t)g->H,
                             (char *)(a->r.scales + slot * groups), row.p,
                             (size_t)g->H + groups * 4, lane, nl);
-      else if (a->fp8) /* the row, then each scale to its column */
+      else if (scattered) /* the row, then each scale to its column */
         ep_recv_scattered(a, slot, row.p, lane, nl);
       else
         gin_copy_coop((char *)a->r.x + slot * (size_t)g->H * 2, row.p,
@@ -381,11 +382,13 @@ GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
  * scratch[E + 1 + le]) moves them all, once nobody reads them any more. A
  * warp that fails stops copying; its block returns at the next barrier
  * (errors are recorded on the communicator, which is then aborted). */
-/* At least three blocks an SM: unbounded, nvcc takes 96 registers for it
- * (two blocks), bounded 77 with nothing spilled (sm_90). */
-GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
-  const gin_ep_geom_t *g = &args.g;
-  const gin_devcomm_t *dc = &args.dc;
+/* scattered: the scales go to columns (ep_recv_scattered). A constant in
+ * each kernel below, so that each has only its own copy loop: with both
+ * in one kernel, nvcc (sm_90, at the bound of 80 registers) spilled 28
+ * bytes in it instead of 8. */
+GIN_DEVICE_FN void ep_dispatch_recv(const gin_ep_args_t *a, int scattered) {
+  const gin_ep_geom_t *g = &a->g;
+  const gin_devcomm_t *dc = &a->dc;
   /* Two halves in turn: threads still copying from one part's counts
    * while others fill the next part's are on the other half; the part
    * after that waits at the next part's barrier, which they reach only
@@ -393,29 +396,26 @@ GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
   GIN_BLOCK_ARRAY(int, counts, 2 * EP_RECV_SOURCES);
   GIN_BLOCK_ARRAY(ep_row_t, rowbuf, EP_THREADS);
   int turn = 0, lane = ep_lane(), nl = gin_coop_size(EP_WARP);
-  int split = args.split, wstride = ep_warps_per_block() * split, bad = 0;
+  int split = a->split, wstride = ep_warps_per_block() * split, bad = 0;
   for (int unit = gin_block_idx(); unit < g->L * split;
        unit += gin_grid_dim()) {
     int le = unit / split, u = unit % split, off = 0;
     /* This warp's rows, mod wstride. */
     int mine = u * ep_warps_per_block() + ep_warp_in_block();
-    int32_t *lay = args.r.layout + (size_t)le * (size_t)g->R * 2;
+    int32_t *lay = a->r.layout + (size_t)le * (size_t)g->R * 2;
     for (int r0 = 0; r0 < g->R; r0 += EP_RECV_SOURCES, turn ^= 1) {
       int n = g->R - r0 < EP_RECV_SOURCES ? g->R - r0 : EP_RECV_SOURCES;
       int *cnt = counts + turn * EP_RECV_SOURCES, rc = bad;
       for (int i = gin_thread_idx(); i < n && rc == GIN_SUCCESS;
            i += gin_block_dim())
-        rc = ep_recv_count(&args, le, r0 + i, split == 1, &cnt[i]);
+        rc = ep_recv_count(a, le, r0 + i, split == 1, &cnt[i]);
       if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
       if (u == 0 && gin_thread_idx() == 0)
         for (int i = 0, o = off; i < n; o += cnt[i++]) {
-          if (args.packed) {
-            int64_t *p = (int64_t *)lay;
-            p[r0 + i] = (int64_t)o << 32 | (int64_t)(uint32_t)cnt[i];
-          } else {
-            lay[2 * (r0 + i)] = o;
-            lay[2 * (r0 + i) + 1] = cnt[i];
-          }
+          /* (offset, count) as two int32 (little endian: count in the
+           * high word) or packed offset << 32 | count: one 8-byte store */
+          uint64_t lo = (uint32_t)o, hi = (uint32_t)cnt[i];
+          ((uint64_t *)lay)[r0 + i] = a->packed ? lo << 32 | hi : hi << 32 | lo;
         }
       uint32_t part = 0;
       for (int i = lane; i < n; i += nl)
@@ -425,14 +425,14 @@ GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
        * from warp 0 again at each source: a few rows per source would
        * leave most warps idle). */
       if (!bad)
-        bad = ep_recv_rows(&args, le, r0, cnt, off, tot, mine, wstride,
-                           rowbuf + ep_warp_in_block() * nl);
+        bad = ep_recv_rows(a, le, r0, cnt, off, tot, mine, wstride,
+                           rowbuf + ep_warp_in_block() * nl, scattered);
       off += tot;
     }
     if (u == 0 && gin_thread_idx() == 0) {
-      args.r.count[le] = off;
+      a->r.count[le] = off;
       /* One writer an expert, launches in stream order: no atomics. */
-      if (args.stats) args.stats[le] += off;
+      if (a->stats) a->stats[le] += off;
     }
     if (split > 1 && gin_thread_idx() == 0) {
       /* Releases this unit's reads of the shadows (every thread's, before
@@ -440,10 +440,10 @@ GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
        * unit's before it moves them. After the copies: a round trip here
        * held up thread 0's warp (on the H200, 16 experts at 2 ranks,
        * isolated receive 20.1-20.7 us -> 21.5-22.0). */
-      uint64_t *done = &args.scratch[g->E + 1 + le];
+      uint64_t *done = &a->scratch[g->E + 1 + le];
       if (gin_fetch_add_acq_rel_gpu_u64(done, 1) + 1 == (uint64_t)split) {
         for (int r = 0; r < g->R; r++) {
-          int sig = gin_ep_dsig(g, args.set, le, r);
+          int sig = gin_ep_dsig(g, a->set, le, r);
           gin_signal_shadow_add(
               dc, sig, gin_signal_read(dc, sig) - gin_signal_shadow(dc, sig),
               GIN_COOP_THREAD);
@@ -452,6 +452,15 @@ GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
       }
     }
   }
+}
+
+/* At least three blocks an SM: unbounded, nvcc takes 96 registers for it
+ * (two blocks), bounded 80 with 8 bytes spilled (sm_90). */
+GIN_KERNEL_BOUNDED(k_ep_dispatch_recv, gin_ep_args_t, EP_THREADS, 3) {
+  ep_dispatch_recv(&args, 0);
+}
+GIN_KERNEL_BOUNDED(k_ep_dispatch_recv_cols, gin_ep_args_t, EP_THREADS, 3) {
+  ep_dispatch_recv(&args, 1);
 }
 
 /* Send phase of combine: the received tokens of all local experts,
@@ -709,9 +718,12 @@ gin_result_t gin_ep_kernels_load(const char **why) {
   if (res == GIN_SUCCESS)
     res = gin_kernel_occupancy(k_ep_combine_recv, EP_THREADS, &regs[3],
                                &blocks[3], why);
-  int bregs = 0, bblocks = 0; /* loaded only */
+  int lregs = 0, lblocks = 0; /* loaded only */
   if (res == GIN_SUCCESS)
-    res = gin_kernel_occupancy(k_ep_barrier, EP_THREADS, &bregs, &bblocks, why);
+    res = gin_kernel_occupancy(k_ep_barrier, EP_THREADS, &lregs, &lblocks, why);
+  if (res == GIN_SUCCESS)
+    res = gin_kernel_occupancy(k_ep_dispatch_recv_cols, EP_THREADS, &lregs,
+                               &lblocks, why);
   if (res != GIN_SUCCESS) return res;
   for (int i = 0; i < 4; i++) {
     long r = gin_ep_block_regs(regs[i], EP_THREADS);
@@ -740,10 +752,12 @@ gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream) {
   gin_ep_args_t b = *a;
   int budget = ep_wait_budget(EP_WAIT_DISPATCH, a->near), L = a->g.L;
   b.split = L <= budget ? budget / (L > 0 ? L : 1) : 1;
-  int units = L * b.split;
-  return gin_launch(k_ep_dispatch_recv,
-                    ep_grid(units < budget ? units : budget), EP_THREADS,
-                    EP_STREAM(stream), &b);
+  int units = L * b.split, grid = ep_grid(units < budget ? units : budget);
+  if (a->fp8 && a->scale_layout != GIN_EP_SCALES_ROWS)
+    return gin_launch(k_ep_dispatch_recv_cols, grid, EP_THREADS,
+                      EP_STREAM(stream), &b);
+  return gin_launch(k_ep_dispatch_recv, grid, EP_THREADS, EP_STREAM(stream),
+                    &b);
 }
 
 gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream) {

@@ -8,8 +8,9 @@
  * that passed it, GIN_ERR_INVALID or GIN_ERR_ABORTED on the others); bad
  * dispatch and combine options fail with GIN_ERR_INVALID naming the
  * option, run nothing, and the steps after them still match; ranks whose
- * dispatches ask for different payloads get GIN_ERR_INVALID naming the
- * payload (or GIN_ERR_ABORTED). The async cases abort their communicator,
+ * dispatches ask for different payloads, or for power-of-two scales on one
+ * rank only, get GIN_ERR_INVALID naming the payload (or
+ * GIN_ERR_ABORTED). The async cases abort their communicator,
  * so each runs on a sub-communicator of its own. Run with ginrun -n N (N >= 2).
  * Exit 0 pass, 1 fail, 77 skip.
  */
@@ -298,7 +299,8 @@ static gin_comm_t sub_comm(gin_comm_t world, int rank, int nranks,
 
 /* The last rank passes what it should not, and every rank learns of it
  * through gin_comm_get_async_error: an expert id out of range (payload 0),
- * or (payload 1) an fp8 payload where the others send bf16 on a
+ * power-of-two scales where the others' are not (payload 2), or
+ * (payload 1) an fp8 payload where the others send bf16 on a
  * GIN_EP_FP8_ANY buffer, which every receiver of the other format's rows
  * names. */
 static int async_case(gin_comm_t world, int rank, int nranks, int payload) {
@@ -306,6 +308,9 @@ static int async_case(gin_comm_t world, int rank, int nranks, int payload) {
   gin_comm_t sub = sub_comm(world, rank, nranks, 20000);
   gin_ep_config_t cfg = good_config(nranks);
   if (payload) cfg.fp8 = GIN_EP_FP8_ANY;
+  const char *words = payload == 2 ? "power-of-two" /* in the formats */
+                      : payload    ? "payload"
+                                   : "expert";
   gin_ep_t ep;
   TCHECK(gin_ep_create(sub, &cfg, &ep));
   dev_in_t d;
@@ -325,7 +330,9 @@ static int async_case(gin_comm_t world, int rank, int nranks, int payload) {
   gin_ep_recv_t recv;
   gin_ep_dispatch_opts_t o;
   memset(&o, 0, sizeof o);
-  o.payload = rank == bad_rank ? GIN_EP_PAYLOAD_FP8 : GIN_EP_PAYLOAD_BF16;
+  o.payload = rank == bad_rank || payload == 2 ? GIN_EP_PAYLOAD_FP8
+                                               : GIN_EP_PAYLOAD_BF16;
+  o.round_scale = payload == 2 && rank == bad_rank;
   gin_result_t rc =
       gin_ep_dispatch_ex(ep, d.x, d.idx, MAX_TOKENS, payload ? &o : NULL, &recv,
                          NULL, GIN_EP_BOTH);
@@ -336,8 +343,7 @@ static int async_case(gin_comm_t world, int rank, int nranks, int payload) {
   /* Expert out of range: found by its own rank. Payloads: rank 0 and the
    * last rank each get rows of the other kind; whoever records first
    * aborts the others. */
-  int named = async == GIN_ERR_INVALID &&
-              strstr(msg, payload ? "payload" : "expert") != NULL;
+  int named = async == GIN_ERR_INVALID && strstr(msg, words) != NULL;
   int ok = (rank == bad_rank && !payload) ? named
                                           : named || async == GIN_ERR_ABORTED;
   if (!ok || sync != GIN_SUCCESS) {
@@ -359,8 +365,7 @@ static int async_case(gin_comm_t world, int rank, int nranks, int payload) {
     any |= all[r];
   free(all);
   if (!any) {
-    fprintf(stderr, "rank %d: no rank's error named the %s\n", rank,
-            payload ? "payload" : "expert");
+    fprintf(stderr, "rank %d: no rank's error named the %s\n", rank, words);
     fails++;
   }
   if (secs > 15) {
@@ -379,14 +384,14 @@ int main(void) {
   int rank, nranks;
   gin_comm_t world = test_world_init(&rank, &nranks, 2);
   int total = 0;
-  const char *names[5] = {"bad configurations", "too many tokens",
-                          "bad options", "expert id out of range",
-                          "payloads differ"};
-  for (int i = 0; i < 5; i++) {
+  const char *names[6] = {"bad configurations", "too many tokens",
+                          "bad options",        "expert id out of range",
+                          "payloads differ",    "round_scale differs"};
+  for (int i = 0; i < 6; i++) {
     int f = i == 0   ? config_cases(world, rank, nranks)
             : i == 1 ? token_cases(world, rank, nranks)
             : i == 2 ? option_cases(world, rank, nranks)
-                     : async_case(world, rank, nranks, i == 4);
+                     : async_case(world, rank, nranks, i - 3);
     TCHECK(gin_comm_barrier(world));
     if (rank == 0 || f) printf("%-32s %s\n", names[i], f ? "FAIL" : "ok");
     total += f;
