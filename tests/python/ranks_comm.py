@@ -7,6 +7,7 @@ import os
 import sys
 
 import gin_comm
+from report import report
 
 
 def main():
@@ -36,13 +37,8 @@ def main():
     except gin_comm.GinError as e:
         if e.code != -10:
             fails.append(f"destroyed Comm: {e.code} {e}")
-    for f in fails:
-        print(f"rank {r}/{n}: FAIL {f}")
-    if not fails:
-        print(f"rank {r}/{n}: OK ({gin_comm.TARGET} target, gin "
-              f"{gin_comm.version()})")
-    sys.stdout.flush()
-    return 1 if fails else 0
+    return report(r, n, fails,
+                  f"{gin_comm.TARGET} target, gin {gin_comm.version()}")
 
 
 if __name__ == "__main__":

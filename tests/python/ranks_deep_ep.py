@@ -20,6 +20,7 @@ import torch.distributed as dist
 
 import ep_ref
 import gin_comm
+from report import report
 from gin_comm import deep_ep
 
 M, H, K, PER_RANK = 16, 512, 4, 3
@@ -255,12 +256,7 @@ def main():
 
     buf.destroy()
     dist.destroy_process_group()
-    for f in fails[:20]:
-        print(f"rank {me}/{n}: FAIL {f}")
-    if not fails:
-        print(f"rank {me}/{n}: OK (deep_ep, {gin_comm.TARGET} target)")
-    sys.stdout.flush()
-    return 1 if fails else 0
+    return report(me, n, fails, f"deep_ep, {gin_comm.TARGET} target")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import numpy as np
 
 import ep_ref
 import gin_comm
+from report import report
 
 M, H, K, PER_RANK = 16, 256, 4, 4
 
@@ -245,12 +246,7 @@ def main():
         with gin_comm.Ep(comm, M, 640, K, PER_RANK * n) as ep:
             want_stats[:] = A.np(stats)
             run_step(comm, ep, A, 300, STEPS[3], stats, want_stats, fails)
-    for f in fails[:20]:
-        print(f"rank {me}/{n}: FAIL {f}")
-    if not fails:
-        print(f"rank {me}/{n}: OK ({kind}, {gin_comm.TARGET} target)")
-    sys.stdout.flush()
-    return 1 if fails else 0
+    return report(me, n, fails, f"{kind}, {gin_comm.TARGET} target")
 
 
 if __name__ == "__main__":

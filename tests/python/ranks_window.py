@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 import gin_comm
+from report import report
 
 N = 64
 
@@ -65,12 +66,7 @@ def main():
         except gin_comm.GinError as e:
             if e.code != -10:
                 fails.append(f"closed window: {e}")
-    for f in fails:
-        print(f"rank {me}/{n}: FAIL {f}")
-    if not fails:
-        print(f"rank {me}/{n}: OK ({kind})")
-    sys.stdout.flush()
-    return 1 if fails else 0
+    return report(me, n, fails, f"{kind}")
 
 
 if __name__ == "__main__":
