@@ -216,6 +216,19 @@ def bad_arguments(ep, A, fails):
         (lambda: ep.dispatch(x, idx, fp8=False, round_scale=True),
          "round_scale needs an fp8 payload"),
         (lambda: ep.dispatch(x, idx, fp8=True, phases="later"), "phases"),
+        (lambda: ep.dispatch(A.bf16(np.zeros((2, 2 * H), np.uint16))[:, ::2],
+                             idx, fp8=True), "x: not contiguous"),
+        (lambda: ep.dispatch(x, idx, fp8=True,
+                             recv_stats=A.arr(np.zeros(PER_RANK + 1,
+                                                       np.int32))),
+         "recv_stats: shape"),
+        (lambda: ep.combine(ep.combine_buffer(A.kind), idx,
+                            A.arr(np.zeros((2, K), np.float64))),
+         "topk_weights: dtype float64"),
+        (lambda: ep.combine(ep.combine_buffer(A.kind), idx,
+                            A.arr(np.zeros((2, K), np.float32)),
+                            out=A.bf16(np.zeros((3, H), np.uint16))),
+         "out: shape"),
     ]
     for call, words in cases:
         try:
