@@ -17,7 +17,8 @@ What differs, by design:
   communication stream), so async_finish's event is recorded there and
   waiting on it orders nothing new; return_recv_hook splits each call
   into its send phase (issued by the call) and receive phase (the hook)
-  as DeepEP does. Both are CUDA-graph capturable (no host sync).
+  as DeepEP does. Neither synchronises with the host, which capture in
+  a CUDA graph needs (capture from Python has not run on a GPU yet).
 - Tokens of one expert arrive grouped by source rank in rank order (one
   of the orders DeepEP allows: its own depends on arrival).
 - num_rdma_bytes and num_qps_per_rank are not needed: gin sizes its
