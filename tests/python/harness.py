@@ -47,3 +47,9 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def need_host(kind):
+    """NumPy arrays are host memory: the cuda target takes tensors."""
+    if kind == "numpy" and os.environ.get("GIN_COMM_TARGET") == "cuda":
+        pytest.skip("NumPy arrays are not device memory (cuda target)")

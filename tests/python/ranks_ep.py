@@ -22,29 +22,32 @@ M, H, K, PER_RANK = 16, 256, 4, 4
 
 
 class Tensors:
-    """The array kind under test: NumPy, or torch CPU tensors (bf16 as
-    torch.bfloat16, fp8 as float8_e4m3fn); results come back as NumPy."""
+    """The array kind under test: NumPy (host target), or torch tensors on
+    the target's device (bf16 as torch.bfloat16, fp8 as float8_e4m3fn);
+    results come back as NumPy."""
 
     def __init__(self, kind):
         self.kind = kind
         if kind == "torch":
             import torch
             self.torch = torch
+            self.dev = "cuda" if gin_comm.TARGET == "cuda" else "cpu"
 
     def bf16(self, u16):
         if self.kind == "numpy":
             return np.ascontiguousarray(u16)
         return self.torch.from_numpy(np.ascontiguousarray(u16)).view(
-            self.torch.bfloat16)
+            self.torch.bfloat16).to(self.dev)
 
     def arr(self, a):
         a = np.ascontiguousarray(a)
-        return a if self.kind == "numpy" else self.torch.from_numpy(a)
+        return a if self.kind == "numpy" else \
+            self.torch.from_numpy(a).to(self.dev)
 
     def np(self, a):
         if self.kind == "numpy":
             return np.asarray(a)
-        t = a
+        t = a.cpu()
         if t.dtype == self.torch.bfloat16:
             t = t.view(self.torch.uint16) if hasattr(self.torch, "uint16") \
                 else t.view(self.torch.int16)

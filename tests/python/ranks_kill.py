@@ -21,9 +21,14 @@ def step(ep, me, E):
     rng = np.random.default_rng(me)
     x = np.zeros((M, H), np.uint16)
     idx = np.stack([rng.permutation(E)[:K] for _ in range(M)])
+    w = np.ones((M, K), np.float32)
+    if gin_comm.TARGET == "cuda":  # device memory: torch tensors there
+        import torch
+        x, idx, w = (torch.from_numpy(a).cuda() for a in (x, idx, w))
+        x = x.view(torch.bfloat16)
     r = ep.dispatch(x, idx)
-    y = np.zeros(r.x.shape, np.uint16)
-    ep.combine(y, idx, np.ones((M, K), np.float32))
+    ep.combine(r.x * 0 if gin_comm.TARGET == "cuda" else
+               np.zeros(r.x.shape, np.uint16), idx, w)
 
 
 def main():

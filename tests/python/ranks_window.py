@@ -22,7 +22,7 @@ def main():
     fails = []
 
     def arr(v):
-        return np.asarray(v) if kind == "numpy" else v.numpy()
+        return np.asarray(v) if kind == "numpy" else v.cpu().numpy()
 
     with gin_comm.Comm.from_env() as comm:
         w = gin_comm.Window(comm, (N,), "int32", kind)
@@ -31,7 +31,7 @@ def main():
         seq = me * 1000 + np.arange(N, dtype=np.int32)
         if kind == "torch":
             import torch
-            seq = torch.from_numpy(seq)
+            seq = torch.from_numpy(seq).to(w.tensor.device)
         w.tensor[:] = seq
         comm.barrier()
         for r in range(n):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness import all_ok, free_port, launch, need_torch
+from harness import all_ok, free_port, launch, need_host, need_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,6 +38,7 @@ def test_window(kind):
     """Windows as arrays and tensors at 3 ranks (ranks_window.py)."""
     if kind == "torch":
         need_torch()
+    need_host(kind)
     all_ok(launch(3, "ranks_window.py", kind), 3)
 
 

@@ -13,10 +13,11 @@ import sys
 
 import pytest
 
-from harness import HERE, all_ok, free_port, launch, need_torch
+from harness import HERE, all_ok, free_port, launch, need_host, need_torch
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_ep_numpy(n):
+    need_host("numpy")
     all_ok(launch(n, "ranks_ep.py", "numpy"), n)
 
 
