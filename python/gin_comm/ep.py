@@ -41,6 +41,13 @@ _SCALES = {"rows": _lib.EP_SCALES_ROWS, "cols": _lib.EP_SCALES_COLS,
 _PHASES = {"both": _lib.EP_BOTH, "send": _lib.EP_SEND, "recv": _lib.EP_RECV}
 
 
+def _check_phases(what, phases):
+    if phases not in _PHASES:
+        raise _lib.error(_lib.ERR_INVALID,
+                         f"{what}: phases {phases!r} is not 'both', 'send' "
+                         f"or 'recv'")
+
+
 def _kind(a):
     return "torch" if _arrays._is_torch(a) else "numpy"
 
@@ -148,10 +155,7 @@ class Ep:
             raise _lib.error(_lib.ERR_INVALID,
                              f"dispatch: scale_layout {scale_layout!r} is not "
                              f"'rows', 'cols' or 'ue8m0'")
-        if phases not in _PHASES:
-            raise _lib.error(_lib.ERR_INVALID,
-                             f"dispatch: phases {phases!r} is not 'both', "
-                             f"'send' or 'recv'")
+        _check_phases("dispatch", phases)
         stats = 0
         if recv_stats is not None:
             stats = _arrays.pointer(recv_stats, "dispatch: recv_stats",
@@ -251,10 +255,7 @@ class Ep:
         ip, idx64 = self._idx(topk_idx, T, "combine: topk_idx")
         wp = _arrays.pointer(topk_weights, "combine: topk_weights",
                              ("float32",), (T, self.topk), self.device)
-        if phases not in _PHASES:
-            raise _lib.error(_lib.ERR_INVALID,
-                             f"combine: phases {phases!r} is not 'both', "
-                             f"'send' or 'recv'")
+        _check_phases("combine", phases)
         if out is None:
             out = _empty(kind, (T, self.hidden), self.device)
         op = _arrays.pointer(out, "combine: out", ("bfloat16", "uint16"),

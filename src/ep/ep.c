@@ -21,7 +21,6 @@ struct gin_ep {
   gin_ep_recv_t r;
   int32_t *src_k;
   void *outputs;     /* one allocation behind r's arrays and src_k */
-  float *scales;     /* r.scales of an fp8 dispatch (NULL: bf16 only) */
   uint64_t *scratch; /* [E + 1 + L] dispatch counters, zero between
                         launches */
   int near;          /* ranks on this rank's device, itself included */
@@ -235,8 +234,9 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   GIN_CHECK_GOTO(gin_mem_alloc(bytes, &ep->outputs), res, destroy_dc);
   char *o = (char *)ep->outputs;
   ep->r.x = o + offs[0];
-  ep->r.scales = g.fp8 == 1 ? (float *)(o + offs[1]) : NULL;
-  ep->scales = g.fp8 ? (float *)(o + offs[1]) : NULL;
+  /* The scales of fp8 dispatches (a bf16 one hands out NULL: dispatch_opts
+   * sets r.scales and r.fp8 per call). */
+  ep->r.scales = g.fp8 ? (float *)(o + offs[1]) : NULL;
   ep->r.src_rank = (int32_t *)(o + offs[2]);
   ep->r.src_token = (int32_t *)(o + offs[3]);
   ep->src_k = (int32_t *)(o + offs[4]);
@@ -249,7 +249,6 @@ gin_result_t gin_ep_create(gin_comm_t comm, const gin_ep_config_t *cfg,
   ep->r.local_experts = g.L;
   ep->r.ranks = g.R;
   ep->r.slots_per_expert = g.R * g.M;
-  ep->r.fp8 = g.fp8 == 1;
   GIN_INFO(INIT,
            "rank %d: EP buffer: %d experts (%d local), %d tokens x %d, hidden "
            "%d, %s, window %zu bytes",
@@ -351,7 +350,7 @@ static gin_result_t dispatch_opts(gin_ep_t ep, const gin_ep_dispatch_opts_t *o,
   a->idx64 = o->idx64;
   a->stats = o->recv_stats;
   a->r.fp8 = fp8;
-  a->r.scales = fp8 ? ep->scales : NULL;
+  a->r.scales = fp8 ? ep->r.scales : NULL;
   a->r.scale_layout = o->scale_layout;
   return GIN_SUCCESS;
 }
