@@ -214,9 +214,15 @@ GIN_API gin_result_t gin_mem_alloc(size_t size, void **ptr_out);
 /* Frees memory from gin_mem_alloc. GIN_ERR_INVALID for any other pointer;
  * GIN_ERR_STATE while a window still uses it. Thread safe. */
 GIN_API gin_result_t gin_mem_free(void *ptr);
-/* Copies between host and gin memory (either direction, synchronous). */
+/* Copies between host and gin memory (either direction). Synchronous with
+ * the host and ordered with no stream (cuda: a copy on gin's own
+ * non-blocking stream, so it never waits behind a kernel that spins):
+ * kernels queued before it, on any stream, may still read or write those
+ * bytes; synchronize their stream first (gin_stream_synchronize, the
+ * device API's) where they might. */
 GIN_API gin_result_t gin_mem_copy(void *dst, const void *src, size_t bytes);
-/* Sets bytes of gin memory (synchronous). */
+/* Sets bytes of gin memory; synchronous and ordered with no stream, as
+ * gin_mem_copy. */
 GIN_API gin_result_t gin_mem_set(void *dst, int value, size_t bytes);
 
 /* Window registration and device-communicator creation/destruction change

@@ -175,11 +175,14 @@ GIN_API gin_result_t gin_ep_combine_ex(gin_ep_t ep, const uint16_t *y,
                                        uint16_t *out, void *stream, int phases);
 
 /* Collective, on stream: every rank's receive of this buffer's last
- * combine is done before what follows. After it the combine buffer may
- * be rewritten for another combine of the same dispatch (before it, a
- * rank may still be reading its rows from there, or a proxy sending them
- * on). Nothing is launched before the dispatch's first combine, nor again
- * before the next combine (which then needs no barrier of its own). */
+ * combine is done before what follows on the stream. After it the
+ * combine buffer may be rewritten for another combine of the same
+ * dispatch (before it, a rank may still be reading its rows from there,
+ * or a proxy sending them on): by work on the same stream, or from the
+ * host once the stream is synchronized (gin_mem_copy is ordered with no
+ * stream). Nothing is launched before the dispatch's first combine, nor
+ * again before the next combine (which then needs no barrier of its
+ * own). */
 GIN_API gin_result_t gin_ep_combine_fence(gin_ep_t ep, void *stream);
 
 /* The buffer's combine input: device memory for y [L][R * max_tokens][H]

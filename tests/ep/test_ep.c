@@ -346,8 +346,14 @@ static void combine_check(ctx_t *c, ep_buf_t *b, int zero_copy, int T,
                           step_res_t *res) {
   int H = b->hidden;
   uint16_t *y = c->d_y;
-  if (zero_copy) TCHECK(gin_ep_combine_fence(b->ep, NULL));
-  if (zero_copy) TCHECK(gin_ep_combine_buffer(b->ep, &y));
+  if (zero_copy) {
+    /* The fence is on the stream; the copy below is not (gin_mem_copy is
+     * ordered with no stream): wait for the fence before rewriting rows
+     * that peers may still be reading. */
+    TCHECK(gin_ep_combine_fence(b->ep, NULL));
+    TCHECK(gin_stream_synchronize(NULL));
+    TCHECK(gin_ep_combine_buffer(b->ep, &y));
+  }
   TCHECK(gin_mem_copy(y, c->h_y, y_elems(c, H) * 2));
   /* Poison out: unwritten rows show up (and rows past T must stay). */
   TCHECK(gin_mem_set(c->d_out, 0xff, (size_t)MAX_TOKENS * H * 2));
