@@ -25,9 +25,15 @@ from .comm import Comm
 from .ep import Ep, Recv
 from .window import Window
 
-__all__ = ["Comm", "Ep", "GinError", "Recv", "TARGET", "Window", "version"]
+__all__ = ["Comm", "Ep", "GinError", "Recv", "TARGET", "Window", "version",
+           "__version__"]
 
 
 def version():
     """The C library's version, "MAJOR.MINOR.PATCH"."""
     return _lib.gin_version().decode()
+
+
+# What Python tools look for: the loaded C library's version (the
+# distribution's is the same: pyproject.toml follows gin.h).
+__version__ = version()

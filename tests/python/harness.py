@@ -11,19 +11,31 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _has_torch():
+def _has(module):
     try:
-        import torch  # noqa: F401
+        __import__(module)
         return True
     except ImportError:
         return False
 
 
+def _need(module, switch):
+    """Skips a test whose module is missing, unless the environment's
+    switch (CI sets it) says it must run: then it fails."""
+    if not _has(module):
+        if os.environ.get(switch) == "1":
+            pytest.fail(f"{module} is not installed ({switch}=1)")
+        pytest.skip(f"{module} is not installed")
+
+
 def need_torch():
-    if not _has_torch():
-        if os.environ.get("GIN_REQUIRE_TORCH") == "1":
-            pytest.fail("torch is not installed (GIN_REQUIRE_TORCH=1)")
-        pytest.skip("torch is not installed")
+    _need("torch", "GIN_REQUIRE_TORCH")
+
+
+def need_numpy():
+    """NumPy: the host target's arrays, and the references the ranks'
+    scripts check against."""
+    _need("numpy", "GIN_REQUIRE_NUMPY")
 
 
 def launch(n, script, *args, env=None, timeout=300):

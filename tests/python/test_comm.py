@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from harness import all_ok, free_port, launch, need_host, need_torch
+from harness import all_ok, free_port, launch, need_host, need_numpy, \
+    need_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -36,6 +37,7 @@ def test_target_setting():
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 def test_window(kind):
     """Windows as arrays and tensors at 3 ranks (ranks_window.py)."""
+    need_numpy()
     if kind == "torch":
         need_torch()
     need_host(kind)
@@ -66,9 +68,10 @@ def test_comm_torchrun(tmp_path):
 
 def test_package_version():
     """The distribution's version (pyproject.toml) is the C library's
-    (gin.h, the version's one home)."""
+    (gin.h, the version's one home), and so is gin_comm.__version__."""
     from importlib import metadata
     import gin_comm
+    assert gin_comm.__version__ == gin_comm.version()
     try:
         dist = metadata.version("gin-comm")
     except metadata.PackageNotFoundError:

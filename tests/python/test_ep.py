@@ -13,22 +13,26 @@ import sys
 
 import pytest
 
-from harness import HERE, all_ok, free_port, launch, need_host, need_torch
+from harness import HERE, all_ok, free_port, launch, need_host, need_numpy, \
+    need_torch
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_ep_numpy(n):
+    need_numpy()
     need_host("numpy")
     all_ok(launch(n, "ranks_ep.py", "numpy"), n)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_ep_torch(n):
+    need_numpy()
     need_torch()
     all_ok(launch(n, "ranks_ep.py", "torch"), n)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_deep_ep(n):
+    need_numpy()
     need_torch()
     all_ok(launch(n, "ranks_deep_ep.py", free_port()), n)
 
@@ -36,6 +40,7 @@ def test_deep_ep(n):
 def test_killed_rank():
     """Rank 2 of 3 dies; ranks 0 and 1 get a GinError naming it within
     twice the timeout, and ginrun reports the kill."""
+    need_numpy()
     timeout_ms = 3000
     p = launch(3, "ranks_kill.py", env={"GIN_TIMEOUT_MS": str(timeout_ms)})
     out = p.stdout + p.stderr
