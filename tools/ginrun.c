@@ -114,12 +114,18 @@ static void ginrun_usage_error(const char *fmt, const char *arg) {
 }
 
 /* Every setting of either target, with its value, default and help; one
- * that the targets built here never read is marked so. */
+ * that what was built here never reads (a target, the ofi transport) is
+ * marked so. */
 static int ginrun_print_env(void) {
 #ifdef GIN_BUILT_CUDA
   const int cuda_built = 1;
 #else
   const int cuda_built = 0;
+#endif
+#ifdef GIN_BUILT_OFI
+  const int ofi_built = 1;
+#else
+  const int ofi_built = 0;
 #endif
   int n = gin_param_count();
   printf("# %d settings (GIN_*); this build has the host target%s\n", n,
@@ -133,6 +139,10 @@ static int ginrun_print_env(void) {
                         : "; cuda target only: not built here, no effect";
     else if (s.target && !strcmp(s.target, "host"))
       note = "; host target only";
+    else if (s.target && !strcmp(s.target, "ofi"))
+      note = ofi_built ? "; ofi transport only"
+                       : "; ofi transport only: not built here (no "
+                         "libfabric), no effect";
     printf("%s=%s  (default: %s%s)\n    %s\n", s.name, s.value, s.def, note,
            s.help);
   }

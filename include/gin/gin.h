@@ -278,8 +278,9 @@ typedef struct gin_setting {
   const char *value;  /* current: the environment's, else the default */
   const char *def;    /* default */
   const char *help;   /* what it does */
-  const char *target; /* "cuda" or "host": only that target reads it; NULL:
-                         both */
+  const char *target; /* "cuda" or "host": only that target reads it;
+                         "ofi": only a build with the libfabric transport;
+                         NULL: every build */
 } gin_setting_t;
 
 /* Number of settings: every one of either target, whichever this library

@@ -111,12 +111,17 @@ int64_t gin_param_int(gin_param_t *p);
 #define GIN_PARAM_STR(fn, NAME, def, help)                                     \
   GIN_PARAM_DECL_(fn, NAME, def, NULL, help)                                   \
   static const char *fn(void) { return gin_param_str(&fn##_param_); }
-/* A setting that one target's library reads ("cuda" or "host"): fn is
- * extern, and the declaration sits in src/arch/params.c, which both
- * libraries compile, so that every build lists every setting. */
+/* A setting that one target's library reads ("cuda" or "host"), or only a
+ * build with an optional part ("ofi": the libfabric transport): fn is
+ * extern, and the declaration sits in a file every build compiles
+ * (src/arch/params.c, src/transport/ofi_params.c), so that every build
+ * lists every setting. */
 #define GIN_PARAM_TARGET_INT(target, fn, NAME, def, help)                      \
   GIN_PARAM_DECL_(fn, NAME, #def, target, help)                                \
   int64_t fn(void) { return gin_param_int(&fn##_param_); }
+#define GIN_PARAM_TARGET_STR(target, fn, NAME, def, help)                      \
+  GIN_PARAM_DECL_(fn, NAME, def, target, help)                                 \
+  const char *fn(void) { return gin_param_str(&fn##_param_); }
 
 /* GIN_TIMEOUT_MS: the bound on every wait (bootstrap, host, device). */
 int64_t gin_timeout_ms(void);

@@ -78,18 +78,6 @@
 #include "transport/transport.h"
 #include "transport/wire.h"
 
-GIN_PARAM_STR(param_ofi_provider, "OFI_PROVIDER", "",
-              "libfabric provider of the ofi transport, e.g. tcp;ofi_rxm, "
-              "shm, verbs;ofi_rxm, efa, cxi; empty: the first fi_getinfo "
-              "offers with what gin needs (FI_PROVIDER narrows it too)")
-
-GIN_PARAM_INT(param_ofi_rma, "OFI_RMA", -1,
-              "-1: large puts go as RMA writes where the provider has them "
-              "(remote CQ data), but with the software providers tcp and "
-              "shm; 1: with those too; 0: every put as messages")
-GIN_PARAM_INT(param_ofi_rma_min, "OFI_RMA_MIN", 65536,
-              "smallest put (bytes) the ofi transport sends as RMA writes")
-
 #define OFI_API FI_VERSION(1, 9)
 #define OFI_HEAD_BYTES (GIN_OFI_PREFIX_BYTES + GIN_TCP_HDR_BYTES)
 /* One message, head and payload: within tcp;ofi_rxm's eager size (16
@@ -1019,7 +1007,7 @@ static struct fi_info *ofi_hints(int ordered, int rma) {
     h->tx_attr->msg_order = FI_ORDER_SAS;
     h->rx_attr->msg_order = FI_ORDER_SAS;
   }
-  const char *prov = param_ofi_provider();
+  const char *prov = gin_ofi_param_provider();
   if (prov[0]) h->fabric_attr->prov_name = strdup(prov);
   return h;
 }
@@ -1063,10 +1051,10 @@ static int ofi_rma_default_off(const struct fi_info *fi) {
  * allows), or a message naming what is missing. */
 static gin_result_t ofi_pick(ofi_state_t *s) {
   pthread_once(&ofi_env_once, ofi_env_defaults);
-  const char *prov = param_ofi_provider();
+  const char *prov = gin_ofi_param_provider();
   const char *which = prov[0] ? prov : "any provider";
   int rc = -FI_ENODATA;
-  int want = (int)param_ofi_rma();
+  int want = (int)gin_ofi_param_rma();
   for (int rma = want != 0; rma >= 0; rma--) {
     struct fi_info *h = ofi_hints(1, rma);
     if (!h) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: hints");
@@ -1083,7 +1071,7 @@ static gin_result_t ofi_pick(ofi_state_t *s) {
     if (rma) {
       s->cq_data = s->info->domain_attr->cq_data_size >= 8 ? 8 : 4;
       s->rx_cq_data = (s->info->mode & FI_RX_CQ_DATA) != 0;
-      s->rma_min = (uint64_t)param_ofi_rma_min();
+      s->rma_min = (uint64_t)gin_ofi_param_rma_min();
       size_t mx = s->info->ep_attr->max_msg_size;
       s->rma_max = mx && mx < OFI_WR_BYTES ? mx : OFI_WR_BYTES;
     }

@@ -119,4 +119,10 @@ gin_result_t gin_ofi_entries_check(const void *all, size_t len, int nranks,
 const uint8_t *gin_ofi_entry_name(const void *all, int nranks, int r,
                                   size_t *len_out);
 
+/* The transport's settings (ofi_params.c, read by ofi.c): GIN_OFI_PROVIDER,
+ * GIN_OFI_RMA, GIN_OFI_RMA_MIN. */
+const char *gin_ofi_param_provider(void);
+int64_t gin_ofi_param_rma(void);
+int64_t gin_ofi_param_rma_min(void);
+
 #endif

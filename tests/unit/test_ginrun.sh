@@ -162,6 +162,7 @@ for v in $names; do
 done
 expect_line "$OUT" "^GIN_CUDA_DEVICE=.*(default: -1; cuda target only" "--env marks GIN_CUDA_DEVICE"
 expect_line "$OUT" "^GIN_HOST_SPINS=.*(default: -1; host target only)" "--env marks GIN_HOST_SPINS"
+expect_line "$OUT" "^GIN_OFI_RMA=.*(default: -1; ofi transport only" "--env marks GIN_OFI_RMA"
 expect_line "$OUT" "^# [0-9]* settings (GIN_\*); this build has the host target" "--env header"
 
 # 9. the ranks really bootstrap through the unique id ginrun made
