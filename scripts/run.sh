@@ -53,6 +53,12 @@ field() { # file, column name, pattern the row matches
 }
 fmt() { awk -v x="$1" -v f="$2" 'BEGIN { if (x + 0 > 0) printf f, x; else print "?" }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?" }'; }
+# "gin R x faster" or "gin R x slower" (R >= 1) from the baseline's time
+# and gin's.
+versus() { awk -v base="$1" -v gin="$2" 'BEGIN {
+  if (base + 0 <= 0 || gin + 0 <= 0) print "gin ? x the baseline"
+  else if (base >= gin) printf "gin %.2f x faster", base / gin
+  else printf "gin %.2f x slower", gin / base }'; }
 verdict() { [ "$1" -eq 0 ] && echo "ok" || echo "FAILED (exit status $1)"; }
 
 pp=$(field "$TMP/pp.csv" median_us ",pingpong,thread,8,")
@@ -72,8 +78,8 @@ echo "round trip: 8-byte put+signal between 2 ranks, $(fmt "$pp" %.2f) us; $(fmt
 echo "  raw flag ping-pong with no library (the floor): $(ratio "$pp" "$floor") x the floor; $(verdict "$pp_rc")"
 echo "EP: dispatch and combine checked against the CPU reference ($checked of 2"
 echo "  implementations matched): $(verdict "$ep_rc")"
-echo "  dispatch $(fmt "$gd" %.1f) us, the host-initiated baseline $(fmt "$bd" %.1f) us: gin $(ratio "$bd" "$gd") x faster"
-echo "  combine  $(fmt "$gc" %.1f) us, the host-initiated baseline $(fmt "$bc" %.1f) us: gin $(ratio "$bc" "$gc") x faster"
+echo "  dispatch $(fmt "$gd" %.1f) us, the host-initiated baseline $(fmt "$bd" %.1f) us: $(versus "$bd" "$gd")"
+echo "  combine  $(fmt "$gc" %.1f) us, the host-initiated baseline $(fmt "$bc" %.1f) us: $(versus "$bc" "$gc")"
 # Whether the ranks shared their GPU through MPS: ginrun says when it
 # started a daemon or could not; otherwise one was already running, or
 # the ranks had a GPU each, or GIN_MPS=0 turned it off.

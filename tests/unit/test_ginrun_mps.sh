@@ -30,7 +30,28 @@ for f in nvidia-smi nvidia-cuda-mps-control; do
   chmod +x "$BIN/$f"
 done
 cp "$BIN/nvidia-smi" "$SMI/"
-SYSPATH=$PATH
+# The system's PATH without nvidia-smi and nvidia-cuda-mps-control (a GPU
+# machine has them, in /usr/bin say): each folder that holds either is
+# replaced by a folder of links to its other programs, so that the cases
+# without them really lack them.
+SYSPATH= n=0
+IFS0=$IFS
+IFS=:
+for d in $PATH; do
+  if [ -e "$d/nvidia-smi" ] || [ -e "$d/nvidia-cuda-mps-control" ]; then
+    n=$((n + 1))
+    mkdir -p "$TMP/sys$n"
+    for f in "$d"/*; do
+      case ${f##*/} in
+      nvidia-smi | nvidia-cuda-mps-control) ;;
+      *) ln -s "$f" "$TMP/sys$n/" 2>/dev/null ;;
+      esac
+    done
+    d=$TMP/sys$n
+  fi
+  SYSPATH=${SYSPATH:+$SYSPATH:}$d
+done
+IFS=$IFS0
 # ginrun makes the job's directories under TMPDIR: here, so that what is
 # left behind shows.
 export TMPDIR=$TMP/t
