@@ -25,6 +25,7 @@
  * interrupted; 127 if prog was not found; 2 on a usage error.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -309,6 +310,28 @@ static int ginrun_check_ranks(ginrun_t *job) {
   return running;
 }
 
+/* libfabric's shm provider keeps each endpoint's region in /dev/shm,
+ * named after its process ("PID:..."), and removes it when the endpoint
+ * closes: a rank that died, or exited without gin_comm_destroy, leaves
+ * it. Called once every rank has ended: removes those of the job's ranks
+ * (their pids cannot be anyone else's yet: ginrun has not reaped them). */
+static void ginrun_shm_sweep(const ginrun_t *job, int n) {
+  DIR *d = opendir("/dev/shm");
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != ':') continue;
+    for (int r = 0; r < n; r++)
+      if ((long)job->ranks[r].pid == pid) {
+        (void)unlinkat(dirfd(d), e->d_name, 0);
+        break;
+      }
+  }
+  closedir(d);
+}
+
 static void ginrun_child(const char *path, char **argv, char **env,
                          const ginrun_stream_t *s, pid_t pgid, pid_t parent) {
   setpgid(0, pgid);
@@ -483,6 +506,10 @@ static int ginrun_run(ginrun_t *job, const ginrun_mps_t *mps, const char *path,
   }
   job->nranks = started;
   if (started > 0) ginrun_loop(job);
+  /* Every rank has ended (ginrun_loop returns then); not reaped yet. */
+  for (int r = 0; r < started; r++)
+    waitid(P_PID, (id_t)job->ranks[r].pid, &(siginfo_t){0}, WEXITED | WNOWAIT);
+  ginrun_shm_sweep(job, started);
   for (int r = 0; r < started; r++)
     waitpid(job->ranks[r].pid, NULL, 0);
   for (int r = 0; r < 2 * started; r++)

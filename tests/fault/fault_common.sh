@@ -14,11 +14,11 @@
 #   now_ms             wall time in milliseconds
 #   fault_end WHAT T LIMIT [PID]  the end: the job took T ms, less than
 #                      LIMIT; no marked process is left; /dev/shm is as
-#                      before, but for regions libfabric's shm provider
-#                      names after the SIGKILLed rank PID ("PID:...": a
-#                      killed process cannot remove them; removed here)
-#                      and those of other jobs (live processes', and
-#                      any where this job does not use libfabric).
+#                      before (the SIGKILLed rank PID's libfabric shm
+#                      regions, "PID:...", included: ginrun removes
+#                      them), but for those of other jobs (live
+#                      processes', and any where this job does not use
+#                      libfabric).
 #                      Prints "WHAT: passed (T ms)" and exits 0, or "WHAT:
 #                      N failure(s) (T ms)" and exits 1
 
@@ -67,10 +67,10 @@ fault_end() {
   fault_shm_ > "$TMP/shm.after"
   # libfabric's shm provider names its regions after their process's pid
   # ("PID:..."): those of live processes belong to other jobs running
-  # beside this one (this job's are all gone, checked above), the killed
-  # rank's cannot be removed by it, and a job that does not use libfabric
-  # (GIN_TRANSPORT other than ofi) has none. Any other new name fails
-  # (below).
+  # beside this one (this job's are all gone, checked above); the killed
+  # rank cannot remove its own, so ginrun does once the job ended; and a
+  # job that does not use libfabric (GIN_TRANSPORT other than ofi) has
+  # none. Any other new name fails (below).
   ofi=0
   [ "${GIN_TRANSPORT:-}" = ofi ] && ofi=1
   : > "$TMP/shm.ours"
@@ -79,7 +79,7 @@ fault_end() {
     case $p in
     "$f" | '' | *[!0-9]*) echo "$f" >> "$TMP/shm.ours" ;; # not "PID:..."
     "${4:-none}")
-      echo "note: /dev/shm/$f left by the killed rank $4 (libfabric shm), removed"
+      fail "/dev/shm/$f left by the killed rank $4 (ginrun removes its libfabric shm regions)"
       rm -f "/dev/shm/$f"
       ;;
     *) [ $ofi = 1 ] && ! kill -0 "$p" 2> /dev/null && echo "$f" >> "$TMP/shm.ours" ;;
