@@ -61,6 +61,10 @@ gin_result_t gin_error(gin_result_t res, const char *file, int line,
                        const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define GIN_ERROR(res, ...) gin_error(res, __FILE__, __LINE__, __VA_ARGS__)
+/* gin_error without the log line: for the same failure seen again (a
+ * caller that logged the first one counts the others). */
+gin_result_t gin_error_again(gin_result_t res, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* This thread's last error message (public: gin.h). */
 GIN_API const char *gin_last_error(void);
 

@@ -111,6 +111,16 @@ gin_result_t gin_error(gin_result_t res, const char *file, int line,
   return res;
 }
 
+gin_result_t gin_error_again(gin_result_t res, const char *fmt, ...) {
+  char msg[sizeof last_error];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  memcpy(last_error, msg, sizeof msg);
+  return res;
+}
+
 const char *gin_last_error(void) { return last_error; }
 
 const char *gin_strerror(gin_result_t res) {

@@ -131,6 +131,7 @@ typedef struct ofi_peer {
   int left;         /* it said goodbye */
   gin_result_t err; /* failed: why in msg */
   char msg[224];
+  uint64_t again;    /* failures after the first (logged once, at close) */
   uint32_t tx_seq;   /* next message to it */
   int tx_busy;       /* its sends in flight, from buffers */
   int wr_busy;       /* its RMA writes in flight */
@@ -199,8 +200,9 @@ typedef struct ofi_state {
 /* libfabric's text for a negative return value. */
 static const char *ofi_err(ssize_t rc) { return fi_strerror((int)-rc); }
 
-/* Fails peer p (the first reason sticks), records and logs the error
- * naming both ranks. */
+/* Fails peer p (the first reason sticks), records the error naming both
+ * ranks and logs it the first time (a dead peer fails every operation in
+ * flight to it: the others are counted, and the count logged at close). */
 static gin_result_t peer_fail(ofi_state_t *s, int p, gin_result_t res,
                               const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -209,13 +211,16 @@ static gin_result_t peer_fail(ofi_state_t *s, int p, gin_result_t res,
   ofi_peer_t *c = &s->peers[p];
   if (c->stall_ns) s->nstalled--; /* nothing more is applied from it */
   c->stall_ns = 0;
-  if (!c->err) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
-    va_end(ap);
-    c->err = res;
+  if (c->err) {
+    c->again++;
+    return gin_error_again(c->err, "ofi: rank %d, peer %d: %s", s->job->rank, p,
+                           c->msg);
   }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+  va_end(ap);
+  c->err = res;
   return GIN_ERROR(c->err, "ofi: rank %d, peer %d: %s", s->job->rank, p,
                    c->msg);
 }
@@ -953,6 +958,13 @@ static void ofi_fini(void *state) {
                "ofi: rank %d: %d sends, %d writes still in flight at close",
                s->job->rank, s->tx_busy, s->wr_busy);
   }
+  for (int p = 0; s->peers && p < n; p++)
+    if (s->peers[p].again)
+      GIN_WARN(NET,
+               "ofi: rank %d, peer %d: %llu more operations failed after the "
+               "first (%s)",
+               s->job->rank, p, (unsigned long long)s->peers[p].again,
+               s->peers[p].msg);
   if (s->npeers)
     GIN_INFO(NET,
              "ofi: rank %d: %llu puts as %llu RMA writes, %llu messages "
