@@ -93,16 +93,21 @@ void gin_log(int level, unsigned subsys, const char *file, int line,
 
 static _Thread_local char last_error[1024];
 
+/* Formats this thread's last error. Aside first: callers may pass
+ * gin_last_error() itself as an argument, to wrap the callee's message in
+ * their own. */
+static void last_error_set(const char *fmt, va_list ap) {
+  char msg[sizeof last_error];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  memcpy(last_error, msg, sizeof msg);
+}
+
 gin_result_t gin_error(gin_result_t res, const char *file, int line,
                        const char *fmt, ...) {
-  /* Format aside first: callers may pass gin_last_error() itself as an
-   * argument, to wrap the callee's message in their own. */
-  char msg[sizeof last_error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  last_error_set(fmt, ap);
   va_end(ap);
-  memcpy(last_error, msg, sizeof msg);
   if (gin_log_enabled(GIN_LOG_WARN, GIN_SUB_ALL)) {
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s: %s", gin_strerror(res), last_error);
@@ -112,12 +117,10 @@ gin_result_t gin_error(gin_result_t res, const char *file, int line,
 }
 
 gin_result_t gin_error_again(gin_result_t res, const char *fmt, ...) {
-  char msg[sizeof last_error];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  last_error_set(fmt, ap);
   va_end(ap);
-  memcpy(last_error, msg, sizeof msg);
   return res;
 }
 
