@@ -18,6 +18,8 @@
 set -u
 LIMIT=${LIMIT:-300}
 BUDGET=${BUDGET:-1500}
+# gpu_begin moves to the repository root: a relative DEEPEP first.
+case ${DEEPEP:-} in /* | '') ;; *) DEEPEP=$PWD/$DEEPEP ;; esac
 # shellcheck source=gpu-lib.sh
 . "$(dirname "$0")/gpu-lib.sh"
 gpu_begin deepep-test-out

@@ -24,6 +24,7 @@ import importlib
 import os
 import sys
 import textwrap
+import weakref
 
 _ENV = "GIN_DEEPEP_TEST_SCRIPT"
 
@@ -37,7 +38,7 @@ def _bridge(dist):
     def all_gather_into_tensor(output, input, group=None, async_op=False):
         n = dist.get_world_size(group)
         parts = [torch.empty_like(input, device="cpu") for _ in range(n)]
-        gather(parts, input.cpu(), group=group)
+        gather(parts, input.contiguous().cpu(), group=group)
         output.copy_(torch.stack(parts).view_as(output))
         return _Done() if async_op else None
 
@@ -92,7 +93,7 @@ def _setup(script):
 
     def buffer_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        _buffers.append(self)
+        _buffers.add(self)
     gin_comm.deep_ep.Buffer.__init__ = buffer_init
 
 
@@ -111,7 +112,8 @@ def _parse(mod):
     """The script's own options (its parser is built under __main__:
     rebuilt here from the same source lines)."""
     import argparse
-    src = open(mod.__file__).read()
+    with open(mod.__file__) as f:
+        src = f.read()
     body = src[src.index("parser = argparse.ArgumentParser"):
                src.index("args = parser.parse_args()")]
     ns = {"argparse": argparse}
@@ -136,11 +138,12 @@ def _pressure_rank(local_rank, args, seeds, reps):
             print(f"Testing with seed {seed} ...", flush=True)
         ref = mod.test_main(args.num_tokens, args.hidden, args.num_experts,
                             args.num_topk, rank, num_ranks, group, buffer,
-                            seed=seed)
+                            use_logfmt=args.use_logfmt, seed=seed)
         for _ in range(reps):
             got = mod.test_main(args.num_tokens, args.hidden,
                                 args.num_experts, args.num_topk, rank,
-                                num_ranks, group, buffer, seed=seed)
+                                num_ranks, group, buffer,
+                                use_logfmt=args.use_logfmt, seed=seed)
             assert got == ref, f"Error: seed={seed}"
     buffer.destroy()
     dist.barrier()
@@ -150,7 +153,7 @@ def _pressure_rank(local_rank, args, seeds, reps):
               flush=True)
 
 
-_buffers = []  # every deep_ep.Buffer of this rank (for _rank's report)
+_buffers = weakref.WeakSet()  # this rank's deep_ep.Buffers (_rank's report)
 
 
 def _rank(local_rank, name, *args):
@@ -197,7 +200,12 @@ if __name__ == "__main__":
     pressure = None
     if "--pressure" in sys.argv:
         i = sys.argv.index("--pressure")
-        pressure = tuple(int(v) for v in sys.argv[i + 1].split(","))
+        try:
+            pressure = tuple(int(v) for v in sys.argv[i + 1].split(","))
+        except (IndexError, ValueError):
+            pressure = ()
+        if len(pressure) != 2 or min(pressure) < 1:
+            sys.exit("--pressure takes SEEDS,REPS (two whole numbers >= 1)")
         del sys.argv[i:i + 2]
     os.environ[_ENV] = script
     _setup(script)
@@ -212,6 +220,7 @@ if __name__ == "__main__":
         # the spawned ranks re-import this file (which sets them up), not
         # DeepEP's script.
         sys.argv[0] = script
-        code = compile(open(script).read(), script, "exec")
+        with open(script) as f:
+            code = compile(f.read(), script, "exec")
         exec(code, {"__name__": "__main__", "__file__": script,
                     "__builtins__": __builtins__})

@@ -57,7 +57,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%
 # and gin's.
 versus() { awk -v base="$1" -v gin="$2" 'BEGIN {
   if (base + 0 <= 0 || gin + 0 <= 0) print "gin ? x the baseline"
-  else if (base >= gin) printf "gin %.2f x faster", base / gin
+  else if (base + 0 >= gin + 0) printf "gin %.2f x faster", base / gin
   else printf "gin %.2f x slower", gin / base }'; }
 verdict() { [ "$1" -eq 0 ] && echo "ok" || echo "FAILED (exit status $1)"; }
 

@@ -77,7 +77,8 @@ typedef struct ginrun {
   int stopping;        /* SIGTERM (or a forwarded signal) sent */
   uint64_t kill_at_ns; /* then SIGKILL at this time */
   int killed;
-  int exit_code; /* -1 until the first cause of the job's end */
+  int exit_code;  /* -1 until the first cause of the job's end */
+  time_t started; /* wall clock before the first rank started */
 } ginrun_t;
 
 static int sig_pipe[2] = {-1, -1};
@@ -313,19 +314,28 @@ static int ginrun_check_ranks(ginrun_t *job) {
 /* libfabric's shm provider keeps each endpoint's region in /dev/shm,
  * named after its process ("PID:..."), and removes it when the endpoint
  * closes: a rank that died, or exited without gin_comm_destroy, leaves
- * it. Called once every rank has ended: removes those of the job's ranks
- * (their pids cannot be anyone else's yet: ginrun has not reaped them). */
+ * it. Called once every rank has ended, before they are reaped (so no
+ * other process has their pids): removes the regions named after a rank's
+ * pid that this user made since the job started (not an older process's
+ * of the same pid, nor another user's). A rank that runs its program in a
+ * child process (a shell that does not exec) is not covered. */
 static void ginrun_shm_sweep(const ginrun_t *job, int n) {
   DIR *d = opendir("/dev/shm");
   if (!d) return;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
+    const char *name = e->d_name;
+    if (name[0] < '0' || name[0] > '9') continue;
     char *end;
-    long pid = strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != ':') continue;
+    long pid = strtol(name, &end, 10);
+    if (*end != ':') continue;
+    struct stat st;
     for (int r = 0; r < n; r++)
-      if ((long)job->ranks[r].pid == pid) {
-        (void)unlinkat(dirfd(d), e->d_name, 0);
+      if ((long)job->ranks[r].pid == pid &&
+          fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+          st.st_mtime >= job->started - 1) {
+        (void)unlinkat(dirfd(d), name, 0);
         break;
       }
   }
@@ -498,6 +508,7 @@ static int ginrun_run(ginrun_t *job, const ginrun_mps_t *mps, const char *path,
   sigaction(SIGCHLD, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  job->started = time(NULL);
   for (; started < n; started++)
     if (ginrun_spawn(job, started, path, prog_argv, envs[started]) != 0) break;
   if (started < n) { /* reported; take down those started */
@@ -506,9 +517,7 @@ static int ginrun_run(ginrun_t *job, const ginrun_mps_t *mps, const char *path,
   }
   job->nranks = started;
   if (started > 0) ginrun_loop(job);
-  /* Every rank has ended (ginrun_loop returns then); not reaped yet. */
-  for (int r = 0; r < started; r++)
-    waitid(P_PID, (id_t)job->ranks[r].pid, &(siginfo_t){0}, WEXITED | WNOWAIT);
+  /* ginrun_loop returns once every rank ended; none is reaped yet. */
   ginrun_shm_sweep(job, started);
   for (int r = 0; r < started; r++)
     waitpid(job->ranks[r].pid, NULL, 0);

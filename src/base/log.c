@@ -96,7 +96,8 @@ static _Thread_local char last_error[1024];
 /* Formats this thread's last error. Aside first: callers may pass
  * gin_last_error() itself as an argument, to wrap the callee's message in
  * their own. */
-static void last_error_set(const char *fmt, va_list ap) {
+__attribute__((format(printf, 1, 0))) static void
+last_error_set(const char *fmt, va_list ap) {
   char msg[sizeof last_error];
   vsnprintf(msg, sizeof msg, fmt, ap);
   memcpy(last_error, msg, sizeof msg);

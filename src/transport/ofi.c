@@ -131,7 +131,8 @@ typedef struct ofi_peer {
   int left;         /* it said goodbye */
   gin_result_t err; /* failed: why in msg */
   char msg[224];
-  uint64_t again;    /* failures after the first (logged once, at close) */
+  uint64_t again;    /* failures and puts after the first failure (logged
+                        once, at close) */
   uint32_t tx_seq;   /* next message to it */
   int tx_busy;       /* its sends in flight, from buffers */
   int wr_busy;       /* its RMA writes in flight */
@@ -689,9 +690,11 @@ static gin_result_t ofi_send_msgs(ofi_state_t *s, int p, const gin_xfer_t *x,
 static gin_result_t ofi_put_locked(ofi_state_t *s, const gin_xfer_t *x) {
   int p = x->peer, me = s->job->rank;
   ofi_peer_t *c = &s->peers[p];
-  if (c->err)
-    return GIN_ERROR(c->err, "ofi: rank %d cannot reach rank %d: %s", me, p,
-                     c->msg);
+  if (c->err) { /* logged when it failed; counted, logged at close */
+    c->again++;
+    return gin_error_again(c->err, "ofi: rank %d cannot reach rank %d: %s", me,
+                           p, c->msg);
+  }
   if (c->left)
     return GIN_ERROR(
         GIN_ERR_REMOTE,

@@ -41,6 +41,8 @@ def test_killed_rank():
     """Rank 2 of 3 dies; ranks 0 and 1 get a GinError naming it within
     twice the timeout, and ginrun reports the kill."""
     need_numpy()
+    if os.environ.get("GIN_COMM_TARGET") == "cuda":
+        need_torch()  # device memory: ranks_kill.py passes tensors there
     timeout_ms = 3000
     p = launch(3, "ranks_kill.py", env={"GIN_TIMEOUT_MS": str(timeout_ms)})
     out = p.stdout + p.stderr

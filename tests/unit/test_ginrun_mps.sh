@@ -37,20 +37,22 @@ cp "$BIN/nvidia-smi" "$SMI/"
 SYSPATH= n=0
 IFS0=$IFS
 IFS=:
+set -f
 for d in $PATH; do
-  if [ -e "$d/nvidia-smi" ] || [ -e "$d/nvidia-cuda-mps-control" ]; then
+  case $d in
+  /*) if [ -e "$d/nvidia-smi" ] || [ -e "$d/nvidia-cuda-mps-control" ]; then
     n=$((n + 1))
     mkdir -p "$TMP/sys$n"
-    for f in "$d"/*; do
-      case ${f##*/} in
-      nvidia-smi | nvidia-cuda-mps-control) ;;
-      *) ln -s "$f" "$TMP/sys$n/" 2>/dev/null ;;
-      esac
-    done
+    set +f
+    ln -s "$d"/* "$TMP/sys$n/" 2>/dev/null
+    set -f
+    rm -f "$TMP/sys$n/nvidia-smi" "$TMP/sys$n/nvidia-cuda-mps-control"
     d=$TMP/sys$n
-  fi
+  fi ;;
+  esac
   SYSPATH=${SYSPATH:+$SYSPATH:}$d
 done
+set +f
 IFS=$IFS0
 # ginrun makes the job's directories under TMPDIR: here, so that what is
 # left behind shows.
