@@ -12,10 +12,25 @@
 # any rank dead, not even in a log line; no process may remain in the
 # namespaces, which are then deleted and must be gone.
 #
-# Usage: linkcut.sh PROG   (as root; PROG is netfault_host)
+# LINKFAULT=blackhole: instead of taking the link down, each side's
+# neighbour entry for the other is replaced by a permanent one with an
+# address no interface has, so every frame is dropped with the link up:
+# no RST, no FIN, no error from the network reaches either side, only
+# silence (the same checks hold).
+#
+# Usage: [LINKFAULT=cut|blackhole] linkcut.sh PROG   (as root; PROG is
+# netfault_host)
 # Exit 0 pass, 1 fail, 77 skip (not root, or no network namespaces).
 set -u
 prog=${1:?usage: linkcut.sh netfault_prog}
+fault=${LINKFAULT:-cut}
+case $fault in
+cut | blackhole) ;;
+*)
+  echo "linkcut.sh: LINKFAULT=$fault: expected cut or blackhole" >&2
+  exit 2
+  ;;
+esac
 # shellcheck source=SCRIPTDIR/../netns_common.sh
 . "$(dirname "$0")/../netns_common.sh"
 netns_init lc 10.231.8
@@ -58,9 +73,18 @@ if [ $running -ne 4 ]; then
 else
   sleep 0.5
   now_ns > "$stamps/cut.tmp"
-  ip -n "$ns0" link set "$veth0" down || fail "cannot cut the link"
+  if [ "$fault" = cut ]; then
+    ip -n "$ns0" link set "$veth0" down || fail "cannot cut the link"
+  else
+    bogus=02:00:00:00:00:42 # no interface's: the peer drops the frames
+    { ip -n "$ns0" neigh replace "$addr1" lladdr $bogus nud permanent dev "$veth0" &&
+      ip -n "$ns1" neigh replace "$addr0" lladdr $bogus nud permanent dev "$veth1"; } ||
+      fail "cannot black-hole the link"
+  fi
   mv "$stamps/cut.tmp" "$stamps/cut"
-  echo "linkcut: link $veth0 cut at +$((($(cat "$stamps/cut") - t0) / 1000000)) ms"
+  what=cut
+  [ "$fault" = blackhole ] && what=black-holed
+  echo "linkcut: link $veth0 $what at +$((($(cat "$stamps/cut") - t0) / 1000000)) ms"
 fi
 
 # Each rank exits by itself, in time: its pending call within
