@@ -144,6 +144,12 @@ GIN_API gin_result_t gin_comm_init_from_env_built_(gin_comm_t *comm_out,
  * own to check: a language binding (the Python package) hands this to
  * gin_comm_init_built_ or gin_comm_init_from_env_built_. */
 GIN_API void gin_build_self_(gin_build_t_ *out);
+/* sizeof the public struct named `name` ("gin_config_t", "gin_ep_recv_t",
+ * ... every struct of gin.h and gin_ep.h that a call takes) as this
+ * library was built; 0 for a name it does not know. A language binding
+ * that mirrors the structs checks its layouts against it (the Python
+ * package does at import). Thread-safe. */
+GIN_API size_t gin_struct_size_(const char *name);
 
 /* Tears down a communicator: windows and device communicators still
  * registered are released, peers' mappings closed, and the other ranks

@@ -220,3 +220,34 @@ gin_window_register = _sig("gin_window_register", ctypes.c_int, _vp, _vp,
                            ctypes.c_size_t, ctypes.POINTER(WindowT))
 gin_window_deregister = _sig("gin_window_deregister", ctypes.c_int, _vp,
                              WindowT)
+
+# ------------------------------------------------------------ struct check
+
+
+def _check_structs():
+    """Every struct this package lays out by hand against the library's
+    own size of it (gin_struct_size_): a package and a library of other
+    versions fail here, naming the struct, instead of passing arguments
+    the library reads wrong."""
+    try:
+        size_of = _sig("gin_struct_size_", ctypes.c_size_t, ctypes.c_char_p)
+    except AttributeError:
+        raise GinError(ERR_UNSUPPORTED, "unsupported",
+                       f"{_PATH} has no gin_struct_size_: it is older than "
+                       f"this gin_comm (reinstall gin-comm)") from None
+    for cls, name in ((Build, "gin_build_t_"), (UniqueId, "gin_unique_id_t"),
+                      (Config, "gin_config_t"), (WindowT, "gin_window_t"),
+                      (EpConfig, "gin_ep_config_t"),
+                      (EpRecv, "gin_ep_recv_t"),
+                      (EpDispatchOpts, "gin_ep_dispatch_opts_t"),
+                      (EpCombineOpts, "gin_ep_combine_opts_t")):
+        n = size_of(name.encode())
+        if n != ctypes.sizeof(cls):
+            raise GinError(ERR_UNSUPPORTED, "unsupported",
+                           f"{name} is {n} bytes in {_PATH} but "
+                           f"{ctypes.sizeof(cls)} in this gin_comm: the "
+                           f"package and the library are of other versions "
+                           f"(reinstall gin-comm)")
+
+
+_check_structs()

@@ -2,11 +2,16 @@
  * The library's version, and the check that a program was built against
  * it: gin_comm_init and gin_comm_init_from_env (inline in gin.h) hand over
  * the program's header version, the sizes of the structs kernels receive
- * and whether the caller was compiled by nvcc.
+ * and whether the caller was compiled by nvcc. Language bindings, which
+ * compile none of gin's headers, ask for the sizes of the public structs
+ * they mirror (gin_struct_size_).
  */
-#include "comm/build.h"
+#include <string.h>
+
 #include "arch/arch.h"
 #include "base/base.h"
+#include "comm/build.h"
+#include "gin/gin_ep.h"
 
 const char *gin_version(void) {
 #define GIN_STR2_(x) #x
@@ -21,6 +26,25 @@ void gin_build_self_(gin_build_t_ *out) {
   out->devcomm_bytes = (uint32_t)sizeof(gin_devcomm_t);
   out->window_bytes = (uint32_t)sizeof(gin_window_t);
   out->cuda = 0;
+}
+
+size_t gin_struct_size_(const char *name) {
+#define GIN_STRUCT_(t)                                                         \
+  { #t, sizeof(t) }
+  static const struct {
+    const char *name;
+    size_t size;
+  } sizes[] = {
+      GIN_STRUCT_(gin_build_t_),         GIN_STRUCT_(gin_unique_id_t),
+      GIN_STRUCT_(gin_config_t),         GIN_STRUCT_(gin_devcomm_reqs_t),
+      GIN_STRUCT_(gin_setting_t),        GIN_STRUCT_(gin_window_t),
+      GIN_STRUCT_(gin_devcomm_t),        GIN_STRUCT_(gin_ep_config_t),
+      GIN_STRUCT_(gin_ep_recv_t),        GIN_STRUCT_(gin_ep_dispatch_opts_t),
+      GIN_STRUCT_(gin_ep_combine_opts_t)};
+#undef GIN_STRUCT_
+  for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)
+    if (!strcmp(name, sizes[i].name)) return sizes[i].size;
+  return 0;
 }
 
 gin_result_t gin_config_check_(const gin_config_t *cfg, const char *fn) {

@@ -77,3 +77,18 @@ def test_package_version():
     except metadata.PackageNotFoundError:
         pytest.skip("gin-comm is not installed (run from a source tree)")
     assert dist == gin_comm.version()
+
+
+def test_struct_sizes(monkeypatch):
+    """The package checks every struct it lays out by hand against the
+    library's size of it (at import): one laid out wrong is named."""
+    import ctypes
+    from gin_comm import _lib
+    _lib._check_structs()  # the real layouts pass
+
+    class Short(ctypes.Structure):
+        _fields_ = [("idx64", ctypes.c_int), ("extra", ctypes.c_int)]
+    monkeypatch.setattr(_lib, "EpCombineOpts", Short)
+    with pytest.raises(_lib.GinError, match="gin_ep_combine_opts_t is 4 "
+                       "bytes .* but 8 in this gin_comm"):
+        _lib._check_structs()
