@@ -97,13 +97,18 @@ def _setup(script):
     gin_comm.deep_ep.Buffer.__init__ = buffer_init
 
 
-def _pressure(script, seeds, reps):
+def _script_module():
+    """DeepEP's test script (named by _ENV) as a module, imported after
+    _setup (its `import deep_ep` finds gin's)."""
+    return importlib.import_module(
+        os.path.splitext(os.path.basename(os.environ[_ENV]))[0])
+
+
+def _pressure(seeds, reps):
     """DeepEP's pressure loop (test_loop's), bounded: every seed's hash
     again reps times."""
     import torch.multiprocessing as mp
-    mod = importlib.import_module(
-        os.path.splitext(os.path.basename(script))[0])
-    args = _parse(mod)
+    args = _parse(_script_module())
     mp.spawn(_rank, args=("_pressure_rank", args, seeds, reps),
              nprocs=args.num_processes)
 
@@ -122,9 +127,7 @@ def _parse(mod):
 
 
 def _pressure_rank(local_rank, args, seeds, reps):
-    script = os.environ[_ENV]
-    mod = importlib.import_module(
-        os.path.splitext(os.path.basename(script))[0])
+    mod = _script_module()
     import deep_ep
     import torch.distributed as dist
     rank, num_ranks, group = mod.init_dist(local_rank, args.num_processes)
@@ -164,8 +167,7 @@ def _rank(local_rank, name, *args):
     if name.startswith("_"):
         fn = globals()[name]
     else:
-        fn = getattr(importlib.import_module(os.path.splitext(
-            os.path.basename(os.environ[_ENV]))[0]), name)
+        fn = getattr(_script_module(), name)
     try:
         return fn(local_rank, *args)
     except BaseException:
@@ -211,7 +213,7 @@ if __name__ == "__main__":
     _setup(script)
     import torch.multiprocessing as mp
     if pressure:
-        _pressure(script, *pressure)
+        _pressure(*pressure)
     else:
         mp.spawn = _spawn_by_name(mp.spawn)
         import torch
