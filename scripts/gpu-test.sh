@@ -171,7 +171,7 @@ step ep_manyrows_2 "${R[@]}" -n 2 --timeout 60 $B/gin_ep_bench_cuda -e 384 -t 25
   --routing skewed -n 3 -w 1 --no-baseline
 # Rank 1 lies (a count, headers, `where` words): every rank fails at once
 # naming it, or is aborted by one that did.
-for m in 1 2 3; do
+for m in 1 2 3 4; do
   step ep_liar${m}_3 env GIN_TIMEOUT_MS=10000 "${R[@]}" -n 3 --timeout 60 $E/test_ep_liar${m}_cuda
 done
 

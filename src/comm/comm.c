@@ -814,6 +814,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                        "tokens for local expert %llu, outside [0, max_tokens "
                        "%llu]; nothing was copied",
                        r, peer, id, exp, a0);
+    if (a1 == 6) /* id: the token, a0: the buffer set */
+      return GIN_ERROR(GIN_ERR_REMOTE,
+                       "rank %d: EP combine receive: token %lld (buffer set "
+                       "%llu) had %llu returns, but %llu of its top-k slots "
+                       "are routed: a return meant for another token or "
+                       "another combine reached it; its output was not "
+                       "written",
+                       r, id, a0, seen, exp);
     if (a1 == 4)
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "rank %d: EP combine receive: rank %lld's reply for "

@@ -26,12 +26,13 @@
 
 #define EP_THREADS 256
 
-/* Tests only: a copy of these kernels built with EP_TEST_LIAR = 1, 2 or 3
+/* Tests only: a copy of these kernels built with EP_TEST_LIAR = 1 to 4
  * (tests/ep: test_ep_liar_*) makes world rank 1 lie to every other rank,
  * as a corrupt or hostile process could: 1 a dispatch count past
  * max_tokens, 2 dispatch headers naming a token past max_tokens, 3
- * combine `where` words naming rows of another expert; the receivers'
- * checks are then driven end to end. What it sends itself stays true:
+ * combine `where` words naming rows of another expert, 4 each combine
+ * return signalled twice; the receivers' checks are then driven end to
+ * end. What it sends itself stays true:
  * through the proxy that arrives first, and it would find its own lie and
  * abort everyone before a peer could. The library is never built with it. */
 #ifndef EP_TEST_LIAR
@@ -511,6 +512,8 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
                    gin_ep_csend_off(g, le, slot), (size_t)g->H * 2, inc,
                    gin_local_none(), EP_WARP);
     }
+    if (rc == GIN_SUCCESS && EP_LIES(a, 4, r)) /* the same return twice */
+      rc = gin_signal(dc, ctx, world, r, inc, EP_WARP);
     if (rc) return rc;
   }
   return GIN_SUCCESS;
@@ -568,6 +571,29 @@ GIN_DEVICE_FN const char *ep_combine_row(const gin_ep_args_t *a, int t, int k,
   return p;
 }
 
+/* Waits (one thread) until token t's routed returns have all come: its
+ * signal at exactly shadow + routed, and moves the shadow past them. A
+ * value past that is a return no correct peer sends here (one for another
+ * token, or of another combine of this set: every return of the last one
+ * came before this rank's next dispatch went out, so none can still be on
+ * its way): recorded, never absorbed into the shadow, so that one arriving
+ * after this check is found by the next wait on the signal. */
+GIN_DEVICE_FN int ep_combine_wait(const gin_ep_args_t *a, int t,
+                                  uint64_t routed) {
+  const gin_devcomm_t *dc = &a->dc;
+  int sig = gin_ep_csig(&a->g, a->set, t);
+  uint64_t base = gin_signal_shadow(dc, sig);
+  int rc = gin_signal_wait(dc, sig, base + routed, GIN_COOP_THREAD);
+  if (rc) return rc;
+  /* Ordered by the wait's acquire; at least what the wait saw. */
+  uint64_t got =
+      gin_dev_peek2_(&dc->signals[sig], gin_dev_psig_(dc, sig)) - base;
+  if (got != routed)
+    return gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, -1, t,
+                         routed, got, (uint64_t)a->set, 6);
+  return gin_signal_shadow_add(dc, sig, routed, GIN_COOP_THREAD);
+}
+
 /* Receive phase of combine: block b takes tokens b, b + grid, ...; for
  * each, one thread waits until every routed top-k slot of the token came
  * back (the token's own signal), thread k finds slot k's row
@@ -589,12 +615,8 @@ GIN_KERNEL(k_ep_combine_recv, gin_ep_args_t) {
       mask |= (uint32_t)on << k;
       routed += on;
     }
-    if (gin_thread_idx() == 0) {
-      if (routed)
-        rc = gin_signal_wait_follow_shadow(
-            &args.dc, gin_ep_csig(g, args.set, t), (uint64_t)routed, NULL, NULL,
-            GIN_COOP_THREAD);
-    }
+    if (gin_thread_idx() == 0 && routed)
+      rc = ep_combine_wait(&args, t, (uint64_t)routed);
     /* (Also orders the last token's reads of rows[] before the writes.) */
     if (gin_coop_rc(GIN_COOP_BLOCK, rc)) return;
     EP_FOR_THREADS(k, g->K) {

@@ -2,18 +2,22 @@
  * A lying peer in EP, end to end: built with a copy of the EP kernels in
  * which world rank 1 lies to every peer (EP_TEST_LIAR, src/ep/ep_kernels.c):
  * 1 a dispatch count past max_tokens, 2 dispatch headers naming a token
- * past max_tokens, 3 combine `where` words naming another expert's rows
- * (what rank 1 sends itself stays true). Every rank receives from rank 1
- * (the routing sends each token to two ranks, every rank's experts get
- * tokens from every rank), so each other rank's step must fail, within
- * the timeout, with GIN_ERR_REMOTE naming rank 1 and what it sent, or
- * GIN_ERR_ABORTED from a rank that saw it first; rank 1 itself, told no
- * lie, may finish its step, but its communicator must then be aborted by
- * a peer within the timeout. At least one rank but rank 1 must report
- * the lie. Then everything is released on the aborted communicator.
- * Mode 3 skips where rank 1 does not reach every peer by load/store, or
- * GIN_EP_PULL=0: only that combine sends `where` words. Run with ginrun
- * -n N (N >= 3). Exit 0 pass, 1 fail, 77 skip.
+ * past max_tokens, 3 combine `where` words naming another expert's rows,
+ * 4 every combine return signalled twice (what rank 1 sends itself stays
+ * true). Every rank receives from rank 1 (the routing sends each token to
+ * two ranks, every rank's experts get tokens from every rank), so each
+ * other rank's step must fail, within the timeout, with GIN_ERR_REMOTE
+ * saying what was wrong (modes 1-3 name rank 1; a surplus return cannot
+ * say whose it is), or GIN_ERR_ABORTED from a rank that saw it first;
+ * rank 1 itself, told no lie, may finish its step, but its communicator
+ * must then be aborted by a peer within the timeout. At least one rank but
+ * rank 1 must report the lie. Mode 4 runs up to four dispatch + combine
+ * steps: a surplus return may land after its token's check, and the next
+ * combine of the same buffer set (two steps on) must then find it. Then
+ * everything is released on the aborted communicator. Mode 3 skips where
+ * rank 1 does not reach every peer by load/store, or GIN_EP_PULL=0: only
+ * that combine sends `where` words. Run with ginrun -n N (N >= 3). Exit 0
+ * pass, 1 fail, 77 skip.
  */
 #include <stdint.h>
 #include <time.h>
@@ -33,6 +37,9 @@ static int says_lie(const char *msg) {
     return strstr(msg, "rank 1 announced") &&
            strstr(msg, "outside [0, max_tokens 8]");
   case 2: return strstr(msg, "rank 1's message for") && strstr(msg, "token 8");
+  case 4:
+    return strstr(msg, "EP combine receive: token") &&
+           strstr(msg, "of its top-k slots are routed");
   default:
     return strstr(msg, "rank 1's reply for") &&
            strstr(msg, "which is not one of expert");
@@ -120,17 +127,24 @@ int main(void) {
   gin_result_t rc = gin_ep_dispatch(ep, x, idx, T, &recv, NULL, GIN_EP_BOTH);
   if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
   if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(comm);
-  if (EP_TEST_LIAR == 3) {
+  if (EP_TEST_LIAR >= 3) {
     /* The dispatch is honest: it must succeed. The experts' outputs go
-     * in the combine buffer (zero-copy: the `where` words carry the lie). */
+     * in the combine buffer (zero-copy: the `where` words carry mode 3's
+     * lie). */
     TASSERT(rc == GIN_SUCCESS, "rank %d: honest dispatch failed: %s", rank,
             gin_last_error());
     TCHECK(gin_comm_barrier(world)); /* every rank's dispatch is done */
     uint16_t *y;
     TCHECK(gin_ep_combine_buffer(ep, &y));
-    rc = gin_ep_combine(ep, y, idx, w, T, out, NULL, GIN_EP_BOTH);
-    if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
-    if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(comm);
+    for (int step = 0; step < (EP_TEST_LIAR == 4 ? 4 : 1); step++) {
+      if (step > 0)
+        rc = gin_ep_dispatch(ep, x, idx, T, &recv, NULL, GIN_EP_BOTH);
+      if (rc == GIN_SUCCESS)
+        rc = gin_ep_combine(ep, y, idx, w, T, out, NULL, GIN_EP_BOTH);
+      if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+      if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(comm);
+      if (rc != GIN_SUCCESS) break;
+    }
   }
   int64_t timeout = 60000;
   const char *env = getenv("GIN_TIMEOUT_MS");
@@ -146,7 +160,7 @@ int main(void) {
   int saw = rc == GIN_ERR_REMOTE && says_lie(msg);
   printf("rank %d: %s after %.1f ms: %s\n", rank, gin_strerror(rc), ms, msg);
   TASSERT(saw || rc == GIN_ERR_ABORTED,
-          "rank %d: wanted GIN_ERR_REMOTE naming rank 1's lie or "
+          "rank %d: wanted GIN_ERR_REMOTE reporting rank 1's lie or "
           "GIN_ERR_ABORTED, got %s: %s",
           rank, gin_strerror(rc), msg);
   TASSERT(ms < (double)timeout, "rank %d: took %.1f ms (timeout %lld ms)", rank,
