@@ -78,8 +78,8 @@ static double now_ms(void) {
 
 int main(void) {
   int rank, nranks;
-  gin_comm_t world = test_world_init(&rank, &nranks, 3);
   test_require_device();
+  gin_comm_t world = test_world_init(&rank, &nranks, 3);
   if (nranks > T) { /* then some ranks would get nothing from rank 1 */
     printf("SKIP: at most %d ranks\n", T);
     gin_comm_destroy(world);
