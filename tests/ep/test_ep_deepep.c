@@ -26,11 +26,11 @@ typedef struct deepep {
   gin_comm_t comm;
   int rank, nranks, E, L, T, H, K, iters;
   gin_ep_t ep[2];
-  int turn;              /* the buffer the next dispatch takes */
+  int turn; /* the buffer the next dispatch takes */
   uint16_t *d_x, *d_y, *d_out, *h_y, *h_out, *h_want;
   int32_t *d_idx;
   float *d_w;
-  ep_ref_input_t *inputs; /* [R] */
+  ep_ref_input_t *inputs;        /* [R] */
   ep_ref_recv_t got[2], want[2]; /* [bf16, fp8] */
   long bad;                      /* mismatches seen */
 } deepep_t;
@@ -52,8 +52,8 @@ static void fetch(const gin_ep_recv_t *recv, ep_ref_recv_t *got) {
   if (got->fp8)
     TCHECK(
         gin_mem_copy(got->scales, recv->scales, ep_ref_recv_scales_bytes(got)));
-  TCHECK(gin_mem_copy(got->src_rank, recv->src_rank,
-                      ep_ref_recv_slot_bytes(got)));
+  TCHECK(
+      gin_mem_copy(got->src_rank, recv->src_rank, ep_ref_recv_slot_bytes(got)));
   TCHECK(gin_mem_copy(got->src_token, recv->src_token,
                       ep_ref_recv_slot_bytes(got)));
   TCHECK(gin_mem_copy(got->count, recv->count,
@@ -66,8 +66,8 @@ static void fetch(const gin_ep_recv_t *recv, ep_ref_recv_t *got) {
 static void check_call(deepep_t *d, gin_result_t rc, const char *what, int it) {
   if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
   if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(d->comm);
-  TASSERT(rc == GIN_SUCCESS, "rank %d: iteration %d: %s -> %s: %s", d->rank,
-          it, what, gin_strerror(rc), gin_last_error());
+  TASSERT(rc == GIN_SUCCESS, "rank %d: iteration %d: %s -> %s: %s", d->rank, it,
+          what, gin_strerror(rc), gin_last_error());
 }
 
 static void dispatch(deepep_t *d, gin_ep_t ep, int fp8, int split, int it,
@@ -217,7 +217,6 @@ int main(int argc, char **argv) {
   TCHECK(gin_mem_free(d.d_idx));
   TCHECK(gin_mem_free(d.d_w));
   TCHECK(gin_comm_destroy(d.comm));
-  if (d.rank == 0)
-    printf("test_ep_deepep: %s\n", failed ? "FAILED" : "passed");
+  if (d.rank == 0) printf("test_ep_deepep: %s\n", failed ? "FAILED" : "passed");
   return failed ? 1 : 0;
 }

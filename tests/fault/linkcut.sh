@@ -18,23 +18,45 @@
 # no RST, no FIN, no error from the network reaches either side, only
 # silence (the same checks hold).
 #
-# Usage: [LINKFAULT=cut|blackhole] linkcut.sh PROG   (as root; PROG is
-# netfault_host)
+# LINKFAULT=flap: the ranks run netfault's flap scenario (every round's
+# bytes checked where they land); the link goes down for FLAP_MS
+# (default GIN_TIMEOUT_MS / 5) and up again, three times 2 s apart; then
+# DIR/flapped, 2 s later DIR/stop. Nothing may fail: every rank reports
+# OK flap with rounds after the last flap, exits 0 within 2 x
+# GIN_TIMEOUT_MS + 12 s of the stop, and nobody is said to have died.
+#
+# LINKFAULT_TRANSPORT=ofi: the row picks its transport itself (ofi,
+# GIN_OFI_PROVIDER or tcp: tcp;ofi_rxm); it skips in a pass that forces
+# one on every row (make test-tcp, test-ofi), which would run it again.
+#
+# Usage: [LINKFAULT=cut|blackhole|flap] [LINKFAULT_TRANSPORT=ofi]
+#        linkcut.sh PROG   (as root; PROG is netfault_host)
 # Exit 0 pass, 1 fail, 77 skip (not root, or no network namespaces).
 set -u
 prog=${1:?usage: linkcut.sh netfault_prog}
 fault=${LINKFAULT:-cut}
 case $fault in
-cut | blackhole) ;;
+cut | blackhole | flap) ;;
 *)
-  echo "linkcut.sh: LINKFAULT=$fault: expected cut or blackhole" >&2
+  echo "linkcut.sh: LINKFAULT=$fault: expected cut, blackhole or flap" >&2
   exit 2
   ;;
 esac
+if [ -n "${LINKFAULT_TRANSPORT:-}" ]; then
+  if [ -n "${GIN_TRANSPORT:-}" ]; then
+    echo "SKIP: this row runs over $LINKFAULT_TRANSPORT by itself; the pass forces GIN_TRANSPORT=$GIN_TRANSPORT"
+    exit 77
+  fi
+  export GIN_TRANSPORT=$LINKFAULT_TRANSPORT
+  [ "$GIN_TRANSPORT" = ofi ] && export GIN_OFI_PROVIDER=${GIN_OFI_PROVIDER:-tcp}
+fi
 # shellcheck source=SCRIPTDIR/../netns_common.sh
 . "$(dirname "$0")/../netns_common.sh"
 netns_init lc 10.231.8
 export GIN_TIMEOUT_MS=${GIN_TIMEOUT_MS:-3000}
+scenario=linkcut
+[ "$fault" = flap ] && scenario=flap
+flap_ms=${FLAP_MS:-$((GIN_TIMEOUT_MS / 5))}
 
 tmp=$(mktemp -d)
 stamps=$tmp/stamps
@@ -55,7 +77,7 @@ for r in 0 1 2 3; do
   [ $r -ge 2 ] && ns=$ns1
   ip netns exec "$ns" env RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) \
     LOCAL_WORLD_SIZE=2 MASTER_ADDR=$addr0 MASTER_PORT=29500 \
-    GIN_BACKEND=proxy timeout -k 5 30 "$prog" linkcut --stamp "$stamps" \
+    GIN_BACKEND=proxy timeout -k 5 120 "$prog" $scenario --stamp "$stamps" \
     > "$tmp/out.$r" 2>&1 &
   pids+=($!)
 done
@@ -73,7 +95,19 @@ if [ $running -ne 4 ]; then
 else
   sleep 0.5
   now_ns > "$stamps/cut.tmp"
-  if [ "$fault" = cut ]; then
+  if [ "$fault" = flap ]; then
+    mv "$stamps/cut.tmp" "$stamps/cut"
+    for k in 1 2 3; do
+      ip -n "$ns0" link set "$veth0" down || fail "cannot take the link down"
+      sleep "$((flap_ms / 1000)).$(printf %03d $((flap_ms % 1000)))"
+      ip -n "$ns0" link set "$veth0" up || fail "cannot bring the link up"
+      echo "linkcut: flap $k: link $veth0 down for $flap_ms ms"
+      sleep 2
+    done
+    now_ns > "$stamps/flapped"
+    sleep 2
+    now_ns > "$stamps/stop.tmp" && mv "$stamps/stop.tmp" "$stamps/stop"
+  elif [ "$fault" = cut ]; then
     ip -n "$ns0" link set "$veth0" down || fail "cannot cut the link"
   else
     bogus=02:00:00:00:00:42 # no interface's: the peer drops the frames
@@ -81,24 +115,36 @@ else
       ip -n "$ns1" neigh replace "$addr0" lladdr $bogus nud permanent dev "$veth1"; } ||
       fail "cannot black-hole the link"
   fi
-  mv "$stamps/cut.tmp" "$stamps/cut"
-  what=cut
+  [ -e "$stamps/cut.tmp" ] && mv "$stamps/cut.tmp" "$stamps/cut"
+  what="cut"
   [ "$fault" = blackhole ] && what=black-holed
-  echo "linkcut: link $veth0 $what at +$((($(cat "$stamps/cut") - t0) / 1000000)) ms"
+  [ "$fault" = flap ] && what="flapped from"
+  echo "linkcut: link $veth0 $what +$((($(cat "$stamps/cut") - t0) / 1000000)) ms"
 fi
 
 # Each rank exits by itself, in time: its pending call within
-# 2 x GIN_TIMEOUT_MS + 2 s, then teardown (a few seconds at most).
+# 2 x GIN_TIMEOUT_MS + 2 s, then teardown (a few seconds at most); after a
+# flap, its last launch and agreement to stop within the same.
 limit_ms=$((2 * GIN_TIMEOUT_MS + 2000 + 10000))
+from="cut"
+[ "$fault" = flap ] && from=stop
 for r in 0 1 2 3; do
   wait "${pids[$r]}"
   rc=$?
-  t=$((($(now_ns) - $(cat "$stamps/cut" 2> /dev/null || echo "$t0")) / 1000000))
+  t=$((($(now_ns) - $(cat "$stamps/$from" 2> /dev/null || echo "$t0")) / 1000000))
   [ "$rc" -eq 0 ] || fail "rank $r exited with $rc"
-  [ "$t" -lt "$limit_ms" ] || fail "rank $r exited $t ms after the cut (limit $limit_ms)"
-  grep -q "^netfault: rank $r: OK linkcut" "$tmp/out.$r" ||
+  [ "$t" -lt "$limit_ms" ] || fail "rank $r exited $t ms after the $from (limit $limit_ms)"
+  grep -q "^netfault: rank $r: OK $scenario" "$tmp/out.$r" ||
     fail "rank $r did not report OK"
-  echo "linkcut: rank $r exited with $rc, $t ms after the cut"
+  # A flap must have held up some launch (else it missed the traffic),
+  # unless the data does not cross the link: libfabric's shm provider
+  # between the namespaces (the machine's shared memory).
+  if [ "$fault" = flap ] && ! { [ "${GIN_TRANSPORT:-}" = ofi ] && [ "${GIN_OFI_PROVIDER:-}" = shm ]; }; then
+    held=$(sed -n 's/.*longest launch \([0-9]*\) ms.*/\1/p' "$tmp/out.$r")
+    [ "${held:-0}" -ge $((flap_ms / 2)) ] ||
+      fail "rank $r: its longest launch took ${held:-?} ms: no flap held it up"
+  fi
+  echo "linkcut: rank $r exited with $rc, $t ms after the $from"
 done
 pids=()
 for r in 0 1 2 3; do

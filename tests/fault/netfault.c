@@ -15,6 +15,16 @@
  *           call must fail (GIN_ERR_TIMEOUT, _REMOTE or _ABORTED), and its
  *           error (gin_comm_get_async_error) must then name a rank on the
  *           other side as unreachable, never as dead ("died"): nobody died.
+ * flap      the same job, every round's bytes a pattern of (round, rank)
+ *           checked where they land (two parities of buffers, so that no
+ *           round overwrites one still being read), in launches of
+ *           FLAP_ROUNDS rounds; between launches the ranks agree
+ *           (gin_comm_allgather) whether the script's DIR/stop stamp
+ *           exists, and all stop after the same launch. The script takes
+ *           the link down and up again, each time for less than the
+ *           timeout, then stamps DIR/flapped and, later, DIR/stop. Nothing
+ *           may fail: every round's bytes arrive whole, rounds go on after
+ *           the last flap, and teardown is clean.
  * stream    rank 0 puts CHUNK bytes with a signal to every other rank in
  *           turn, as fast as it can, without waiting; the others wait for
  *           its signals. The script SIGSTOPs the target T (default 1; not
@@ -58,22 +68,74 @@
  * seconds late on a loaded machine. The bound stays generous. */
 #define HOST_SLACK_MS 8000
 
-enum { MODE_ROUNDS, MODE_SEND, MODE_RECV };
+enum { MODE_ROUNDS, MODE_SEND, MODE_RECV, MODE_FLAP };
+
+/* The window: [2][nranks] CHUNK places the peers put into (flap: one set
+ * per round parity; the other modes use the first), then [2] CHUNK
+ * sources. */
+#define DST_OFF(n, par, p) (((size_t)(par) * (size_t)(n) + (size_t)(p)) * CHUNK)
+#define SRC_OFF(n, par) ((2 * (size_t)(n) + (size_t)(par)) * CHUNK)
+#define FLAP_ROUNDS 20
+#define FLAP_BAD 1 /* a kernel's result: a wrong word (no gin code) */
 
 typedef struct kargs {
   gin_devcomm_t dc;
   gin_window_t win;
   int mode;
-  int *rc_out; /* gin memory */
+  char *base;        /* the window, this rank's view (flap) */
+  uint64_t first;    /* flap: rounds first + 1 .. first + FLAP_ROUNDS */
+  int *rc_out;       /* gin memory */
+  uint64_t *bad_out; /* flap, gin memory: a wrong word's round, rank, word,
+                        value */
 } kargs_t;
+
+/* Word j of rank p's bytes in round i (flap). */
+GIN_HD_FN uint64_t flap_word(uint64_t i, int p, size_t j) {
+  return i << 32 ^ (uint64_t)p << 24 ^ (uint64_t)j;
+}
+
+/* One flap round: the pattern into this parity's source, a put with a
+ * signal to every peer, a flush (the source is free again two rounds on),
+ * every peer's signal, then every peer's bytes checked. */
+GIN_DEVICE_FN int flap_round(const kargs_t *a, uint64_t i) {
+  const gin_devcomm_t *dc = &a->dc;
+  gin_team_t world = gin_team_world(dc);
+  int me = dc->rank, n = dc->nranks, par = (int)(i % 2), rc = GIN_SUCCESS;
+  uint64_t *src = (uint64_t *)(a->base + SRC_OFF(n, par));
+  for (size_t j = 0; j < CHUNK / 8; j++)
+    src[j] = flap_word(i, me, j);
+  for (int p = 0; p < n && rc == GIN_SUCCESS; p++)
+    if (p != me)
+      rc = gin_put(dc, 0, world, p, a->win, DST_OFF(n, par, me), a->win,
+                   SRC_OFF(n, par), CHUNK, gin_remote_signal_inc(me),
+                   gin_local_none(), GIN_COOP_THREAD);
+  if (rc == GIN_SUCCESS) rc = gin_flush(dc, 0, GIN_COOP_THREAD);
+  for (int p = 0; p < n && rc == GIN_SUCCESS; p++)
+    if (p != me) rc = gin_signal_wait(dc, p, i, GIN_COOP_THREAD);
+  for (int p = 0; p < n && rc == GIN_SUCCESS; p++) {
+    const uint64_t *got = (const uint64_t *)(a->base + DST_OFF(n, par, p));
+    for (size_t j = 0; p != me && j < CHUNK / 8 && rc == GIN_SUCCESS; j++)
+      if (got[j] != flap_word(i, p, j)) {
+        a->bad_out[0] = i;
+        a->bad_out[1] = (uint64_t)p;
+        a->bad_out[2] = j;
+        a->bad_out[3] = got[j];
+        rc = FLAP_BAD;
+      }
+  }
+  return rc;
+}
 
 GIN_KERNEL(k_netfault, kargs_t) {
   const gin_devcomm_t *dc = &args.dc;
   gin_team_t world = gin_team_world(dc);
   int me = dc->rank, n = dc->nranks, rc = GIN_SUCCESS;
-  size_t src = (size_t)n * CHUNK, dst = (size_t)me * CHUNK;
+  size_t src = SRC_OFF(n, 0), dst = DST_OFF(n, 0, me);
   for (uint64_t i = 1; rc == GIN_SUCCESS; i++) {
-    if (args.mode == MODE_ROUNDS) {
+    if (args.mode == MODE_FLAP) {
+      if (i > FLAP_ROUNDS) break;
+      rc = flap_round(&args, args.first + i);
+    } else if (args.mode == MODE_ROUNDS) {
       for (int p = 0; p < n && rc == GIN_SUCCESS; p++)
         if (p != me)
           rc = gin_put(dc, 0, world, p, args.win, dst, args.win, src, CHUNK,
@@ -279,6 +341,94 @@ static void check_target(run_t *r, gin_result_t rc, uint64_t done) {
          r->rank, ms, r->first);
 }
 
+/* The memory freed; no descriptor or thread left. */
+static void finish(run_t *r, void *mem, int *rc_dev, uint64_t *bad_dev,
+                   int tasks0) {
+  gin_result_t rc;
+  if ((rc = gin_mem_free(mem)) != GIN_SUCCESS ||
+      (rc = gin_mem_free(rc_dev)) != GIN_SUCCESS ||
+      (rc = gin_mem_free(bad_dev)) != GIN_SUCCESS)
+    FAIL(r, "gin_mem_free: %s: %s", gin_strerror(rc), gin_last_error());
+  char left[1024];
+  int n = leftovers(left, sizeof left);
+  if (n != 0) FAIL(r, "%d descriptor(s) left:%s", n, left);
+#if !GIN_ARCH_CUDA
+  int tasks = count_tasks();
+  if (tasks > tasks0)
+    FAIL(r, "%d threads after teardown, %d before init", tasks, tasks0);
+#else
+  (void)tasks0;
+#endif
+}
+
+/* flap: launches of FLAP_ROUNDS rounds until every rank agrees to stop
+ * (one of them saw DIR/stop); nothing may fail. Then a clean teardown. */
+static int run_flap(run_t *r, kargs_t *a, gin_devcomm_t *dc, gin_window_t win,
+                    void *mem, int *rc_dev, uint64_t *bad_dev, int tasks0) {
+  char stop_path[4200], flapped_path[4200];
+  path_of(r, "stop", -1, stop_path, sizeof stop_path);
+  path_of(r, "flapped", -1, flapped_path, sizeof flapped_path);
+  uint64_t after = 0;   /* rounds begun after the last flap */
+  uint64_t longest = 0; /* the longest launch, ns (one held up by a flap) */
+  int stop = 0, *all = (int *)calloc((size_t)r->nranks, sizeof(int));
+  TASSERT(all, "out of memory");
+  gin_result_t rc = GIN_SUCCESS;
+  while (!stop && rc == GIN_SUCCESS) {
+    int flapped = stamp_read(flapped_path) != 0, krc = GIN_SUCCESS;
+    uint64_t t0 = now_ns();
+    rc = gin_launch(k_netfault, 1, 1, 0, a);
+    if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+    if (now_ns() - t0 > longest) longest = now_ns() - t0;
+    if (rc == GIN_SUCCESS) rc = gin_mem_copy(&krc, rc_dev, sizeof krc);
+    if (rc == GIN_SUCCESS && krc == FLAP_BAD) {
+      uint64_t bad[4];
+      TCHECK(gin_mem_copy(bad, bad_dev, sizeof bad));
+      FAIL(r, "round %llu: rank %llu's word %llu is %#llx, want %#llx",
+           (unsigned long long)bad[0], (unsigned long long)bad[1],
+           (unsigned long long)bad[2], (unsigned long long)bad[3],
+           (unsigned long long)flap_word(bad[0], (int)bad[1], bad[2]));
+      rc = GIN_ERR_INTERNAL;
+      break;
+    }
+    if (rc == GIN_SUCCESS && krc != GIN_SUCCESS)
+      rc = gin_comm_get_async_error(r->comm);
+    if (rc == GIN_SUCCESS) rc = krc;
+    if (rc != GIN_SUCCESS) {
+      FAIL(r, "rounds %llu..%llu: %s: %s", (unsigned long long)a->first + 1,
+           (unsigned long long)a->first + FLAP_ROUNDS, gin_strerror(rc),
+           gin_last_error());
+      break;
+    }
+    a->first += FLAP_ROUNDS;
+    if (flapped) after += FLAP_ROUNDS;
+    int mine = stamp_read(stop_path) != 0;
+    rc = gin_comm_allgather(r->comm, &mine, all, sizeof mine);
+    if (rc != GIN_SUCCESS)
+      FAIL(r, "gin_comm_allgather: %s: %s", gin_strerror(rc), gin_last_error());
+    for (int p = 0; p < r->nranks; p++)
+      stop |= all[p];
+  }
+  free(all);
+  if (rc == GIN_SUCCESS && after == 0)
+    FAIL(r, "no round began after the last flap (%llu rounds in all)",
+         (unsigned long long)a->first);
+  if (rc == GIN_SUCCESS && (rc = gin_comm_barrier(r->comm)) != GIN_SUCCESS)
+    FAIL(r, "gin_comm_barrier: %s: %s", gin_strerror(rc), gin_last_error());
+  if ((rc = gin_devcomm_destroy(r->comm, dc)) != GIN_SUCCESS ||
+      (rc = gin_window_deregister(r->comm, win)) != GIN_SUCCESS)
+    FAIL(r, "teardown: %s: %s", gin_strerror(rc), gin_last_error());
+  if ((rc = gin_comm_destroy(r->comm)) != GIN_SUCCESS)
+    FAIL(r, "gin_comm_destroy: %s: %s", gin_strerror(rc), gin_last_error());
+  finish(r, mem, rc_dev, bad_dev, tasks0);
+  if (!r->fails)
+    printf("netfault: rank %d: OK flap (%llu rounds, %llu after the last "
+           "flap, every byte checked; longest launch %.0f ms)\n",
+           r->rank, (unsigned long long)a->first, (unsigned long long)after,
+           (double)longest / 1e6);
+  fflush(stdout);
+  return r->fails ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   test_require_device();
   run_t r;
@@ -295,9 +445,10 @@ int main(int argc, char **argv) {
       own_host = 1;
   }
   int linkcut = !strcmp(r.scenario, "linkcut");
-  if ((!linkcut && strcmp(r.scenario, "stream")) || !r.dir) {
-    fprintf(stderr, "usage: netfault linkcut|stream --stamp DIR [--target T] "
-                    "[--own-host]\n");
+  int flap = !strcmp(r.scenario, "flap");
+  if ((!linkcut && !flap && strcmp(r.scenario, "stream")) || !r.dir) {
+    fprintf(stderr, "usage: netfault linkcut|flap|stream --stamp DIR "
+                    "[--target T] [--own-host]\n");
     return 2;
   }
   const char *rk = fault_env_rank();
@@ -315,7 +466,7 @@ int main(int argc, char **argv) {
    * times out first (it can, under ThreadSanitizer) aborts the job before
    * the sender names the target. It still ends within the job's limits:
    * the sender's abort reaches it. */
-  if (!linkcut && rk && atoi(rk) != 0 && atoi(rk) != r.target) {
+  if (!linkcut && !flap && rk && atoi(rk) != 0 && atoi(rk) != r.target) {
     char t[32];
     snprintf(t, sizeof t, "%lld", 2 * (long long)r.timeout_ms);
     setenv("GIN_TIMEOUT_MS", t, 1);
@@ -329,13 +480,15 @@ int main(int argc, char **argv) {
   TASSERT(r.nranks >= 2 && r.nranks <= 64 && r.target > 0 &&
               r.target < r.nranks,
           "2..64 ranks and a target among them, not 0");
-  size_t bytes = (size_t)(r.nranks + 1) * CHUNK;
+  size_t bytes = SRC_OFF(r.nranks, 2);
   void *mem;
   int *rc_dev;
+  uint64_t *bad_dev;
   gin_window_t win;
   gin_devcomm_t dc;
   TCHECK(gin_mem_alloc(bytes, &mem));
   TCHECK(gin_mem_alloc(sizeof(int), (void **)&rc_dev));
+  TCHECK(gin_mem_alloc(4 * sizeof(uint64_t), (void **)&bad_dev));
   TCHECK(gin_window_register(r.comm, mem, bytes, &win));
   gin_devcomm_reqs_t reqs;
   memset(&reqs, 0, sizeof reqs);
@@ -344,16 +497,22 @@ int main(int argc, char **argv) {
   TCHECK(gin_devcomm_create(r.comm, &reqs, &dc));
   TCHECK(gin_comm_barrier(r.comm));
 
-  kargs_t a = {dc, win,
-               linkcut  ? MODE_ROUNDS
-               : r.rank ? MODE_RECV
-                        : MODE_SEND,
-               rc_dev};
+  kargs_t a = {dc,
+               win,
+               flap      ? MODE_FLAP
+               : linkcut ? MODE_ROUNDS
+               : r.rank  ? MODE_RECV
+                         : MODE_SEND,
+               (char *)mem,
+               0,
+               rc_dev,
+               bad_dev};
   char path[4200]; /* just before: launches are synchronous on host */
   path_of(&r, "pid", r.rank, path, sizeof path);
   stamp_write(path, (uint64_t)getpid());
   path_of(&r, "running", r.rank, path, sizeof path);
   stamp_write(path, wall_ns());
+  if (flap) return run_flap(&r, &a, &dc, win, mem, rc_dev, bad_dev, tasks0);
   poller_t pl;
   memset(&pl, 0, sizeof pl);
   pl.r = &r;
@@ -392,19 +551,7 @@ int main(int argc, char **argv) {
   if ((rc = gin_comm_destroy(r.comm)) != GIN_SUCCESS)
     FAIL(&r, "gin_comm_destroy: %s: %s", gin_strerror(rc), gin_last_error());
   double destroy_ms = (double)(now_ns() - t0) / 1e6;
-  if ((rc = gin_mem_free(mem)) != GIN_SUCCESS ||
-      (rc = gin_mem_free(rc_dev)) != GIN_SUCCESS)
-    FAIL(&r, "gin_mem_free: %s: %s", gin_strerror(rc), gin_last_error());
-  char left[1024];
-  int n = leftovers(left, sizeof left);
-  if (n != 0) FAIL(&r, "%d descriptor(s) left:%s", n, left);
-#if !GIN_ARCH_CUDA
-  int tasks = count_tasks();
-  if (tasks > tasks0)
-    FAIL(&r, "%d threads after teardown, %d before init", tasks, tasks0);
-#else
-  (void)tasks0;
-#endif
+  finish(&r, mem, rc_dev, bad_dev, tasks0);
   if (!r.fails)
     printf("netfault: rank %d: OK %s (gin_comm_destroy %.0f ms)\n", r.rank,
            r.scenario, destroy_ms);
