@@ -188,7 +188,7 @@ GIN_API gin_result_t gin_comm_rank(gin_comm_t comm, int *rank_out);
 /* The ranks of the communicator that share this rank's device (its GPU;
  * on the host target, its machine), this rank included: they share its
  * SMs and memory bandwidth, so a grid of blocks that wait for peers is
- * sized by them (README, "CUDA lazy loading and kernels that wait").
+ * sized by them (docs/SETTINGS.md, "CUDA lazy loading and kernels that wait").
  * GIN_ERR_STATE if comm is not live. */
 GIN_API gin_result_t gin_comm_device_ranks(gin_comm_t comm, int *count_out);
 /* How this rank reaches `peer`: GIN_PATH_SELF, GIN_PATH_DIRECT (its window
