@@ -992,9 +992,13 @@ gin_result_t gin_bs_link(gin_bs_t *bs, const int *peers, int n, int *fds_out) {
           fds_out, n,
           GIN_ERROR(GIN_ERR_PROTOCOL, "%s: not a valid answer", what));
   }
+  gin_bs_unlisten(bs);
+  return GIN_SUCCESS;
+}
+
+void gin_bs_unlisten(gin_bs_t *bs) {
   if (bs->lfd >= 0) close(bs->lfd);
   bs->lfd = -1;
-  return GIN_SUCCESS;
 }
 
 /* -------------------------------------------------------- collectives */

@@ -180,5 +180,9 @@ void gin_bs_set_abort(gin_bs_t *bs, gin_bs_abort_fn fn, void *arg);
  * listening socket: at most once per bootstrap, and only once every rank
  * has its ring (call it after a collective). Bounded by the timeout. */
 gin_result_t gin_bs_link(gin_bs_t *bs, const int *peers, int n, int *fds_out);
+/* Closes the listening socket where no gin_bs_link will follow (the peer
+ * watch is off): left open, it would take connections nobody accepts,
+ * reads or logs until the job ends. */
+void gin_bs_unlisten(gin_bs_t *bs);
 
 #endif

@@ -268,11 +268,15 @@ gin_result_t gin_watch_start(gin_comm_t c) {
                "rank %d: some rank has GIN_WATCH=0: no rank is watched, a "
                "dead rank shows only as timeouts",
                c->rank);
+    gin_bs_unlisten(c->bs); /* no links: nothing more to accept */
     return GIN_SUCCESS;
   }
   int peers[WATCH_MAX_LINKS], fds[WATCH_MAX_LINKS];
   int n = watch_peers(c->rank, c->nranks, peers);
-  if (n == 0) return GIN_SUCCESS;
+  if (n == 0) {
+    gin_bs_unlisten(c->bs);
+    return GIN_SUCCESS;
+  }
   gin_watch_t *w = (gin_watch_t *)calloc(1, sizeof *w);
   uint8_t *dead = (uint8_t *)calloc((size_t)c->nranks, 1);
   if (!w || !dead) {
