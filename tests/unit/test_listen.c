@@ -62,8 +62,8 @@ int main(void) {
   TCHECK(gin_comm_barrier(comm));
   int n = count_listening();
   const char *w = getenv("GIN_WATCH");
-  printf("rank %d: %d listening socket(s) after init (GIN_WATCH=%s)\n", rank,
-         n, w ? w : "(unset)");
+  printf("rank %d: %d listening socket(s) after init (GIN_WATCH=%s)\n", rank, n,
+         w ? w : "(unset)");
   TCHECK(gin_comm_destroy(comm));
   TASSERT(n == 0, "rank %d holds %d listening TCP socket(s) after init", rank,
           n);

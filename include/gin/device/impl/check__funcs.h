@@ -1,6 +1,11 @@
 /* Device-side error recording and argument checks. Internal. */
-#ifndef GIN_DEVICE_IMPL_CHECK_H
-#define GIN_DEVICE_IMPL_CHECK_H
+#ifndef GIN_DEVICE_IMPL_CHECK_FUNCS_H
+#define GIN_DEVICE_IMPL_CHECK_FUNCS_H
+
+#include "gin/device/arch.h"
+#include "gin/device/types.h"
+#include "gin/device/impl/put__types.h"
+#include "gin/device/team.h"
 
 /* On unless the program is compiled with GIN_DEVICE_CHECKS defined to 0
  * or OFF (-DGIN_DEVICE_CHECKS=0; CMake: -DGIN_DEVICE_CHECKS=OFF): a
@@ -49,7 +54,6 @@ GIN_COLD_FN void gin_dev_record_(gin_ctrl_t *ctrl, gin_ctrl_t *const *peer_ctrl,
     if (pc && r != rank) gin_cas_u32((uint32_t *)&pc->abort, 0, who);
   }
 }
-
 /* Records the first error of this rank, aborts (gin_dev_record_), and
  * returns `code`. */
 GIN_DEVICE_FN int gin_dev_fail_(const gin_devcomm_t *dc, int code, int kind,
@@ -59,12 +63,10 @@ GIN_DEVICE_FN int gin_dev_fail_(const gin_devcomm_t *dc, int code, int kind,
                   peer, id, expected, seen, a0, a1);
   return code;
 }
-
 GIN_DEVICE_FN int gin_dev_bad_(const gin_devcomm_t *dc, int kind, int64_t peer,
                                int64_t id, uint64_t a0, uint64_t a1) {
   return gin_dev_fail_(dc, GIN_ERR_INVALID, kind, peer, id, 0, 0, a0, a1);
 }
-
 /* Resolves team member `peer` to a world rank, checking it. */
 GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
                                 int peer, int *world) {
@@ -75,7 +77,6 @@ GIN_DEVICE_FN int gin_dev_peer_(const gin_devcomm_t *dc, gin_team_t team,
   *world = w;
   return GIN_SUCCESS;
 }
-
 /* Window handle w's index lies inside the table: a compare with the
  * devcomm's limit (a kernel parameter), no load. */
 GIN_DEVICE_FN int gin_dev_window_idx_(const gin_devcomm_t *dc, gin_window_t w,
@@ -84,7 +85,6 @@ GIN_DEVICE_FN int gin_dev_window_idx_(const gin_devcomm_t *dc, gin_window_t w,
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen, 0);
   return GIN_SUCCESS;
 }
-
 /* Whether handle w's slot no longer holds it (retired, or reused at
  * another generation): one load of the slot's state, the one check that
  * loads (gin_dev_window_idx_ first). A plain load (the L1 path): through
@@ -95,7 +95,6 @@ GIN_DEVICE_FN int gin_dev_window_dead_(const gin_devcomm_t *dc,
                                        gin_window_t w) {
   return dc->windows[w.idx].state != (GIN_DEV_WINDOW_LIVE | w.gen);
 }
-
 /* Window handle w is still registered, at its generation. A put issues
  * the load beside its source's and acts on it before it writes anything,
  * so the check adds no wait on the way: a handle whose window was
@@ -108,7 +107,6 @@ GIN_DEVICE_FN int gin_dev_window_live_(const gin_devcomm_t *dc, gin_window_t w,
   return gin_dev_bad_(dc, GIN_DEVERR_BAD_WINDOW, peer, w.idx, w.gen,
                       (uint32_t)gin_ro_u64(&dc->windows[w.idx].state));
 }
-
 /* A put's two windows still registered (destination at rank w, source
  * here), checked one by one to name the failure. */
 GIN_DEVICE_FN int gin_dev_windows_live_(const gin_devcomm_t *dc, int w,
@@ -116,62 +114,6 @@ GIN_DEVICE_FN int gin_dev_windows_live_(const gin_devcomm_t *dc, int w,
   int rc = gin_dev_window_live_(dc, dst, w);
   return rc ? rc : gin_dev_window_live_(dc, src, dc->rank);
 }
-
-/* Rank w's base of window `win` (checked by gin_dev_window_live_): from the
- * handle for the first GIN_INLINE_PEERS ranks (no load at all: the
- * handle sits in the kernel's parameters), others with one load from
- * the flat table, not through the window entry. The handle's bases were
- * written with its generation, which the checks compare with the
- * table's. */
-GIN_DEVICE_FN char *gin_dev_base_(const gin_devcomm_t *dc, gin_window_t win,
-                                  int w) {
-  /* A select, not win.peer[w]: indexing a by-value struct with a run-time
-   * index makes the compiler copy it to local memory; this compiles to a
-   * few compares and constant-bank loads. */
-  GIN_STATIC_ASSERT(GIN_INLINE_PEERS == 8, "one select per inline peer");
-  char *in = w == 0   ? win.peer[0]
-             : w == 1 ? win.peer[1]
-             : w == 2 ? win.peer[2]
-             : w == 3 ? win.peer[3]
-             : w == 4 ? win.peer[4]
-             : w == 5 ? win.peer[5]
-             : w == 6 ? win.peer[6]
-             : w == 7 ? win.peer[7]
-                      : NULL;
-  if (in) return in;
-  return (char *)gin_ro_ptr(
-      (void *const *)&dc
-          ->win_bases[(size_t)win.idx * (size_t)dc->nranks + (size_t)w]);
-}
-
-/* The route to world rank w: its GIN_PATH_*, with GIN_PATH_NEAR where w
- * runs on this GPU (known for the first GIN_INLINE_PEERS, by value;
- * others are read from the table and treated as far). A call decodes it
- * once and hands it on. */
-GIN_DEVICE_FN int gin_dev_route_(const gin_devcomm_t *dc, int w) {
-  if (w < GIN_INLINE_PEERS) return (int)((dc->path_inline >> (8 * w)) & 0xff);
-  return gin_ro_u8(&dc->path[w]);
-}
-/* A route's GIN_PATH_*. */
-GIN_HD_FN int gin_route_path_(int route) { return route & ~GIN_PATH_NEAR; }
-/* Whether the route is one the coop's own stores serve (direct or this
- * rank): one test on a put's way, the rest out of its line. */
-GIN_HD_FN int gin_route_direct_(int route) {
-  unsigned p = (unsigned)gin_route_path_(route);
-  return p - GIN_PATH_SELF <= GIN_PATH_DIRECT - GIN_PATH_SELF;
-}
-/* The path to world rank w. */
-GIN_DEVICE_FN int gin_dev_path_(const gin_devcomm_t *dc, int w) {
-  return gin_route_path_(gin_dev_route_(dc, w));
-}
-
-/* Rank w's signal array (by value for the first GIN_INLINE_PEERS; the
- * unrolled select keeps every parameter offset constant). */
-GIN_DEVICE_FN uint64_t *gin_dev_peer_sig_(const gin_devcomm_t *dc, int w) {
-  if (w < GIN_INLINE_PEERS) return dc->peer_sig_inline[w];
-  return (uint64_t *)gin_ro_ptr((void *const *)&dc->peer_signals[w]);
-}
-
 /* [off, off+bytes) must lie inside the window (overflow-safe), by the
  * size the handle holds (a live handle's is its slot's). */
 GIN_DEVICE_FN int gin_dev_range_(const gin_devcomm_t *dc, gin_window_t w,
@@ -180,26 +122,22 @@ GIN_DEVICE_FN int gin_dev_range_(const gin_devcomm_t *dc, gin_window_t w,
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_RANGE, peer, w.idx, off, bytes);
   return GIN_SUCCESS;
 }
-
 GIN_DEVICE_FN int gin_dev_ctx_(const gin_devcomm_t *dc, int ctx) {
   if (GIN_DEV_CHECKS_ON && (ctx < 0 || ctx >= dc->nctx))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_CONTEXT, -1, ctx, dc->nctx, 0);
   return GIN_SUCCESS;
 }
-
 GIN_DEVICE_FN int gin_dev_signal_id_(const gin_devcomm_t *dc, int64_t peer,
                                      int s) {
   if (GIN_DEV_CHECKS_ON && (s < 0 || s >= dc->nsignals))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_SIGNAL, peer, s, dc->nsignals, 0);
   return GIN_SUCCESS;
 }
-
 GIN_DEVICE_FN int gin_dev_counter_id_(const gin_devcomm_t *dc, int c) {
   if (GIN_DEV_CHECKS_ON && (c < 0 || c >= dc->ncounters))
     return gin_dev_bad_(dc, GIN_DEVERR_BAD_COUNTER, -1, c, dc->ncounters, 0);
   return GIN_SUCCESS;
 }
-
 GIN_DEVICE_FN int gin_dev_actions_(const gin_devcomm_t *dc, int64_t peer,
                                    gin_remote_t remote, gin_local_t local) {
   if (remote.kind != GIN_REMOTE_NONE) {
@@ -218,7 +156,6 @@ GIN_DEVICE_FN int gin_dev_actions_(const gin_devcomm_t *dc, int64_t peer,
   }
   return GIN_SUCCESS;
 }
-
 /* gin_dev_actions_'s test as one predicate (no short-circuit): nonzero
  * where it would fail. */
 GIN_DEVICE_FN int gin_dev_actions_bad_(const gin_devcomm_t *dc,
@@ -230,7 +167,6 @@ GIN_DEVICE_FN int gin_dev_actions_bad_(const gin_devcomm_t *dc,
              ((unsigned)local.counter >= (unsigned)dc->ncounters);
   return ((rk != GIN_REMOTE_NONE) & rbad) | ((lk != GIN_LOCAL_NONE) & lbad);
 }
-
 /* A put's checks that need no load (context, peer, both windows' indices
  * and ranges, actions), in the order that names the first failure. */
 GIN_DEVICE_FN int gin_dev_put_args_(const gin_devcomm_t *dc, int ctx,
@@ -248,7 +184,6 @@ GIN_DEVICE_FN int gin_dev_put_args_(const gin_devcomm_t *dc, int ctx,
     return rc;
   return gin_dev_actions_(dc, w, remote, local);
 }
-
 /* gin_dev_put_args_ as one predicate of compares joined without
  * short-circuits (world rank w resolved from the team): a valid call pays
  * the compares and one branch, where the chain of checks pays a branch
@@ -265,88 +200,4 @@ GIN_DEVICE_FN int gin_dev_put_bad_(const gin_devcomm_t *dc, int ctx, int w,
          (bytes > dst.size - dst_off) | (src_off > src.size) |
          (bytes > src.size - src_off) | gin_dev_actions_bad_(dc, remote, local);
 }
-
-/* Rolling comparison: v is at or past `least` in a counter of `bits` bits
- * that may wrap (correct while the two are less than 2^(bits-1) apart). */
-GIN_HD_FN int gin_rolling_ge(uint64_t v, uint64_t least, int bits) {
-  return (int64_t)((v - least) << (64 - bits)) >= 0;
-}
-
-/* Reads a value split into a part in device memory and an optional part
- * the proxy updates in host memory. */
-GIN_DEVICE_FN uint64_t gin_dev_read2_(const uint64_t *p, const uint64_t *q) {
-  uint64_t v = gin_load_acquire_u64(p);
-  if (q) v += gin_load_acquire_u64(q);
-  return v;
-}
-/* The same without ordering (the polls of a wait after its first). */
-GIN_DEVICE_FN uint64_t gin_dev_peek2_(const uint64_t *p, const uint64_t *q) {
-  uint64_t v = gin_load_relaxed_u64(p);
-  if (q) v += gin_load_relaxed_u64(q);
-  return v;
-}
-
-/* Bounded wait until *p (+ *q where q is not NULL) reaches `least` under a
- * rolling comparison of `bits` bits. A condition met wins: GIN_SUCCESS
- * once the value is seen there, also on an aborted communicator; the
- * abort (GIN_ERR_ABORTED) and the timeout end the wait only if the value
- * read after them is still short (gin_device.h, "Waits"). */
-GIN_DEVICE_FN int gin_dev_wait_(const gin_devcomm_t *dc, const uint64_t *p,
-                                const uint64_t *q, uint64_t least, int bits,
-                                int kind, int64_t id, int64_t peer) {
-  uint64_t t0 = 0;
-  uint32_t iter = 0;
-  if (!q) {
-    /* The direct path's case (no proxy part): the polls up to the first
-     * one due for the checks below in a loop of a few instructions (the
-     * general one below took ~20 a poll). The first poll orders what
-     * follows; later ones only look, and the one that sees the value is
-     * followed by an ordering read (the values only grow). */
-    if (gin_rolling_ge(gin_load_acquire_u64(p), least, bits))
-      return GIN_SUCCESS;
-    for (iter = 1; !gin_spin_check_due(iter); iter++) {
-      gin_spin_pause(iter - 1);
-      if (gin_rolling_ge(gin_load_relaxed_u64(p), least, bits)) {
-        (void)gin_load_acquire_u64(p);
-        return GIN_SUCCESS;
-      }
-    }
-  }
-  for (;; iter++) {
-    /* Without a proxy part, the first poll orders what follows; later
-     * ones only look, and the one that sees the value is followed by an
-     * ordering read (the values only grow, so it sees at least as much).
-     * With one (q: host memory across PCIe) every poll orders: a second
-     * read of q would cost more than the L1 invalidations it saves. */
-    int peek = iter != 0 && !q;
-    uint64_t v = peek ? gin_dev_peek2_(p, q) : gin_dev_read2_(p, q);
-    if (gin_rolling_ge(v, least, bits)) {
-      if (peek) gin_dev_read2_(p, q);
-      return GIN_SUCCESS;
-    }
-    /* The abort words and the clock, when the target says (every 256
-     * polls on the GPU, every poll once a host-target waiter yields); the
-     * timeout counts from the first such check (a wait that ends sooner
-     * never reads the clock). */
-    if (gin_spin_check_due(iter)) {
-      uint64_t now = gin_time_ns();
-      if (t0 == 0) t0 = now;
-      int aborted = (gin_load_acquire_u32(&dc->ctrl->abort) |
-                     gin_load_acquire_u32(&dc->ctrl->habort)) != 0;
-      if (aborted || now - t0 > dc->timeout_ns) {
-        /* What arrived before the abort was seen still counts (the
-         * proxy publishes what it consumed before it aborts). */
-        v = gin_dev_read2_(p, q);
-        if (gin_rolling_ge(v, least, bits)) return GIN_SUCCESS;
-        if (aborted)
-          return gin_dev_fail_(dc, GIN_ERR_ABORTED, GIN_DEVERR_ABORTED, peer,
-                               id, least, v, (uint64_t)kind, 0);
-        return gin_dev_fail_(dc, GIN_ERR_TIMEOUT, kind, peer, id, least, v,
-                             now - t0, 0);
-      }
-    }
-    gin_spin_pause(iter);
-  }
-}
-
 #endif
