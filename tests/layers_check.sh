@@ -3,7 +3,7 @@
 # bottom up: base, arch, transport, proxy, comm, ep. A file may include
 # the headers of its own layer and those below it, and the public headers
 # (gin/); EP, a client of the public API, may use only base/, gin/ and the
-# public functions (GIN_API) besides its own. Checked twice: by the includes in the sources, and by
+# public functions (GIN_API, and no device internal) besides its own. Checked twice: by the includes in the sources, and by
 # the symbols each compiled object takes from the others (so that a call
 # declared by hand, without its header, shows too).
 # usage: layers_check.sh SOURCE_DIR OBJECT_DIR (the library's objects:
@@ -42,6 +42,17 @@ for f in $(cd "$S/src" && find . -name '*.[ch]' | sed 's|^\./||' | sort); do
       fails=$((fails + 1))
     fi
   done
+done
+
+# EP is a client of the public device API: no device internal (gin_*_,
+# the trailing underscore that marks them in include/gin/device/) in its
+# sources, kernels included.
+for f in $(cd "$S/src/ep" && ls ./*.[ch] | sed 's|^\./||'); do
+  bad=$(grep -noE '\bgin_[a-z0-9_]+_\b' "$S/src/ep/$f" | head -3 | tr '\n' ' ')
+  if [ -n "$bad" ]; then
+    echo "FAIL: src/ep/$f calls device internals: $bad"
+    fails=$((fails + 1))
+  fi
 done
 
 # The tools (gin-perf, gin-ep-bench, ginrun) are clients of the installed

@@ -848,6 +848,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                      r, id, peer, id, exp);
   case GIN_DEVERR_PEER_DEAD:
     return death_report(c, r, (int)peer, (int)id, (int)a0, (int)a1);
+  case GIN_DEVERR_USER: { /* gin_record_error: the code in `expected` */
+    int code = (int)(int64_t)exp;
+    if (code >= 0 || code < GIN_ERR_INTERNAL) code = GIN_ERR_INTERNAL;
+    return GIN_ERROR(code,
+                     "rank %d: a kernel reported error %lld (peer %lld; "
+                     "values %llu, %llu, %llu)",
+                     r, id, peer, seen, a0, a1);
+  }
   case GIN_DEVERR_UNREACHABLE:
     return GIN_ERROR(
         GIN_ERR_UNSUPPORTED,

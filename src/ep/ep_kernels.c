@@ -53,8 +53,8 @@
 GIN_DEVICE_FN int ep_row_fail(const gin_ep_args_t *a, int32_t e, int t, int k,
                               int why, int bad) {
   if (!bad)
-    gin_dev_fail_(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, e, t,
-                  (uint64_t)k, 0, (uint64_t)a->g.E, (uint64_t)why);
+    gin_record_error(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, e, t,
+                     (uint64_t)k, 0, (uint64_t)a->g.E, (uint64_t)why);
   return 1;
 }
 /* Token t's routing row: 0 if every id is in [-1, E) and no expert comes
@@ -142,7 +142,8 @@ GIN_DEVICE_FN int ep_send_token(const gin_ep_args_t *a, int t) {
   for (int k = w; k < g->K && rc == GIN_SUCCESS; k += nw) {
     int e = gin_ep_topk(a, (size_t)t * (size_t)g->K + (size_t)k);
     if (e < 0) continue;
-    int dst = e / g->L, ctx = dst % dc->nctx, path = gin_dev_path_(dc, dst);
+    int dst = e / g->L, ctx = dst % dc->nctx,
+        path = gin_peer_path(dc, world, dst);
     uint32_t flags =
         (a->pull && (path == GIN_PATH_DIRECT || path == GIN_PATH_SELF)
              ? GIN_EP_PULLED
@@ -223,12 +224,10 @@ GIN_DEVICE_FN int ep_recv_count(const gin_ep_args_t *a, int le, int r, int move,
   int rc = gin_signal_wait(dc, sig, shadow + 1, GIN_COOP_THREAD);
   if (rc) return rc;
   /* Ordered by the wait's acquire. */
-  int64_t got =
-      (int64_t)(gin_dev_peek2_(&dc->signals[sig], gin_dev_psig_(dc, sig)) -
-                shadow - 1);
+  int64_t got = (int64_t)(gin_signal_peek(dc, sig) - shadow - 1);
   if (got < 0 || got > a->g.M) /* never from a correct peer: no copy */
-    return gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, got,
-                         (uint64_t)le, 0, (uint64_t)a->g.M, 2);
+    return gin_record_error(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, r, got,
+                            (uint64_t)le, 0, (uint64_t)a->g.M, 2);
   if (move) gin_signal_shadow_add(dc, sig, (uint64_t)got + 1, GIN_COOP_THREAD);
   *cnt = (int)got;
   return GIN_SUCCESS;
@@ -257,17 +256,17 @@ GIN_DEVICE_FN const char *ep_payload(const gin_ep_args_t *a, int le, int r,
      * spilled register): a word no correct peer writes (why 3), or ranks
      * whose dispatches ask for other formats (why 5). */
     int fmt = what == GIN_EP_MSG_FORMAT;
-    gin_dev_fail_(dc, fmt ? GIN_ERR_INVALID : GIN_ERR_REMOTE,
-                  GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0], (uint64_t)le,
-                  fmt ? gin_ep_format_code(h[1]) : h[1] & ~GIN_EP_HDR_FLAGS,
-                  fmt ? gin_ep_format_code(mine) : (uint64_t)a->g.M,
-                  fmt ? 5 : 3);
+    gin_record_error(dc, fmt ? GIN_ERR_INVALID : GIN_ERR_REMOTE,
+                     GIN_DEVERR_EP_ROUTING, r, (int32_t)h[0], (uint64_t)le,
+                     fmt ? gin_ep_format_code(h[1]) : h[1] & ~GIN_EP_HDR_FLAGS,
+                     fmt ? gin_ep_format_code(mine) : (uint64_t)a->g.M,
+                     fmt ? 5 : 3);
     return NULL;
   }
   if (what == GIN_EP_MSG_HERE)
     return a->base + gin_ep_recv_off(&a->g, a->set, le, r, j) + GIN_EP_HEADER;
   if (shut) {
-    gin_dev_shut_fail_(dc, r);
+    gin_peer_write_refused(dc, r);
     return NULL;
   }
   return rb + gin_ep_send_off(&a->g, a->set, (int)h[0]) + GIN_EP_HEADER;
@@ -327,7 +326,7 @@ GIN_DEVICE_FN int ep_recv_rows(const gin_ep_args_t *a, int le, int r0,
        j0 += nl * wstride) {
     int j = j0 + lane * wstride, bad = 0;
     if (j < tot) {
-      int shut = gin_dev_shut_(dc);
+      int shut = gin_peer_writes_stopped(dc);
       while (j >= below + cnt[i])
         below += cnt[i++];
       const char *rb =
@@ -483,7 +482,7 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
   for (int slot = first; slot < cnt; slot += step) {
     size_t s = (size_t)le * (size_t)slots + (size_t)slot;
     int r = a->r.src_rank[s], t = a->r.src_token[s], k = a->src_k[s];
-    int ctx = r % dc->nctx, path = gin_dev_path_(dc, r);
+    int ctx = r % dc->nctx, path = gin_peer_path(dc, world, r);
     const char *row = (const char *)(a->y + s * (size_t)g->H);
     size_t coff = gin_ep_crecv_off(g, a->set, t, k);
     gin_remote_t inc = gin_remote_signal_inc(gin_ep_csig(g, a->set, t));
@@ -497,8 +496,8 @@ GIN_DEVICE_FN int ep_combine_expert(const gin_ep_args_t *a, int le, int first,
     } else if (direct) {
       /* The abort gate, as gin_put's: no store into a peer that may be
        * gone (its memory unmapped) once the communicator aborted. */
-      if (gin_coop_any(EP_WARP, gin_dev_shut_(dc)))
-        return gin_dev_shut_fail_(dc, r);
+      if (gin_coop_any(EP_WARP, gin_peer_writes_stopped(dc)))
+        return gin_peer_write_refused(dc, r);
       char *p = (char *)gin_window_peer_ptr(dc, a->win, world, r, coff);
       /* A 14 KiB bf16 row in four memory round trips (seven with
        * gin_copy_coop's four loads in flight). */
@@ -559,13 +558,14 @@ GIN_DEVICE_FN const char *ep_combine_row(const gin_ep_args_t *a, int t, int k,
       (const char *)gin_window_peer_ptr(dc, a->win, gin_team_world(dc), d, 0);
   if (gin_ep_where_check(w, e % g->L, (size_t)g->R * (size_t)g->M, rb != NULL,
                          &s) != GIN_EP_MSG_PULL) {
-    gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, d, t, (uint64_t)k,
-                  w & ~((uint64_t)GIN_EP_PULLED << 32), (uint64_t)e, 4);
+    gin_record_error(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, d, t,
+                     (uint64_t)k, w & ~((uint64_t)GIN_EP_PULLED << 32),
+                     (uint64_t)e, 4);
     return NULL;
   }
   const char *p = rb + g->off_csend + (size_t)s * (size_t)g->H * 2;
-  if (gin_dev_shut_(dc)) {
-    gin_dev_shut_fail_(dc, d);
+  if (gin_peer_writes_stopped(dc)) {
+    gin_peer_write_refused(dc, d);
     return NULL;
   }
   return p;
@@ -586,11 +586,10 @@ GIN_DEVICE_FN int ep_combine_wait(const gin_ep_args_t *a, int t,
   int rc = gin_signal_wait(dc, sig, base + routed, GIN_COOP_THREAD);
   if (rc) return rc;
   /* Ordered by the wait's acquire; at least what the wait saw. */
-  uint64_t got =
-      gin_dev_peek2_(&dc->signals[sig], gin_dev_psig_(dc, sig)) - base;
+  uint64_t got = gin_signal_peek(dc, sig) - base;
   if (got != routed)
-    return gin_dev_fail_(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, -1, t,
-                         routed, got, (uint64_t)a->set, 6);
+    return gin_record_error(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, -1, t,
+                            routed, got, (uint64_t)a->set, 6);
   return gin_signal_shadow_add(dc, sig, routed, GIN_COOP_THREAD);
 }
 

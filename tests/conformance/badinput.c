@@ -43,6 +43,7 @@ enum {
   C_MIX,
   C_TIMEOUT,
   C_ABORT,
+  C_USER,
   C_NCASES
 };
 static const char *case_names[C_NCASES] = {"bad peer",
@@ -55,7 +56,8 @@ static const char *case_names[C_NCASES] = {"bad peer",
                                            "context out of range",
                                            "signal inc/add mixing",
                                            "wait timeout",
-                                           "abort from another thread"};
+                                           "abort from another thread",
+                                           "a kernel's own error"};
 /* What the failing rank's message must contain. */
 static const char *case_words[C_NCASES] = {"outside team",
                                            "outside window",
@@ -67,7 +69,9 @@ static const char *case_words[C_NCASES] = {"outside team",
                                            "context 99 outside",
                                            "both SIGNAL_INC and SIGNAL_ADD",
                                            "timed out",
-                                           "aborted by rank"};
+                                           "aborted by rank",
+                                           "a kernel reported error 7 (peer 1; "
+                                           "values 4, 0, 9)"};
 /* What the proxy says when device checks are compiled out. */
 static const char *proxy_words[C_NCASES] = {
     "is not a proxied rank",
@@ -80,16 +84,17 @@ static const char *proxy_words[C_NCASES] = {
     NULL,
     NULL,
     "timed out",
-    "aborted by rank"};
+    "aborted by rank",
+    "a kernel reported error 7 (peer 1; values 4, 0, 9)"};
 /* The rank whose call fails; the others see the abort it causes. INC/ADD
  * mixing fails at the sender (rank 0) where it reaches the target by
  * load/store, at the target's wait (rank 1) where the update is proxied
  * (device_case). */
-static const int case_rank[C_NCASES] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
+static const int case_rank[C_NCASES] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
 static const gin_result_t case_codes[C_NCASES] = {
     GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID,
     GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID, GIN_ERR_INVALID,
-    GIN_ERR_INVALID, GIN_ERR_TIMEOUT, GIN_ERR_ABORTED};
+    GIN_ERR_INVALID, GIN_ERR_TIMEOUT, GIN_ERR_ABORTED, GIN_ERR_PROTOCOL};
 
 typedef struct args {
   gin_devcomm_t dc;
@@ -147,6 +152,13 @@ GIN_KERNEL(k_bad, args_t) {
       break;
     case C_TIMEOUT:
     case C_ABORT: rc = gin_signal_wait(dc, 7, 1, c); break;
+    case C_USER: /* its error is kept; then direct writes are refused */
+      rc = gin_record_error(dc, GIN_ERR_PROTOCOL, GIN_DEVERR_USER, peer, 7, 123,
+                            4, 0, 9);
+      if (!gin_peer_writes_stopped(dc) ||
+          gin_peer_write_refused(dc, peer) != GIN_ERR_ABORTED)
+        rc = GIN_ERR_INTERNAL;
+      break;
     }
   }
   /* Proxied puts fail later, in the proxy: wait until it consumed them

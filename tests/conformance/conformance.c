@@ -322,8 +322,24 @@ GIN_KERNEL(k_signals, args_t) {
     args.out[1] = gin_signal_read(dc, SIG_INC);
     args.out[2] = want_add;
     args.out[3] = want_inc;
-    if (args.out[0] != want_add || args.out[1] != want_inc)
+    if (args.out[0] != want_add || args.out[1] != want_inc ||
+        gin_signal_peek(dc, SIG_ADD) != want_add ||
+        gin_signal_peek(dc, SIG_INC) != want_inc)
       note_errors(&args, 1);
+    /* Each rank's path: itself SELF (or PROXY where the backend sends
+     * every rank through the proxy), no rank outside the team, the others
+     * DIRECT (their window then mapped here) or PROXY. */
+    int self = gin_peer_path(dc, world, me);
+    int bad = (self != GIN_PATH_SELF && self != GIN_PATH_PROXY) ||
+              gin_peer_path(dc, world, n) != GIN_PATH_NONE ||
+              gin_peer_path(dc, world, -1) != GIN_PATH_NONE;
+    for (int p = 0; p < n; p++) {
+      int path = gin_peer_path(dc, world, p);
+      int mapped = gin_window_peer_ptr(dc, args.win, world, p, 0) != NULL;
+      if (p != me && path != GIN_PATH_DIRECT && path != GIN_PATH_PROXY) bad = 1;
+      if (path == GIN_PATH_DIRECT && !mapped) bad = 1;
+    }
+    if (bad) note_errors(&args, 1);
   }
 }
 

@@ -10,7 +10,6 @@
 
 #include "gin/device/impl/arch__types.h"
 
-
 /* ------------------------------------------------ ordering primitives */
 /* Every cross-rank access goes through these; never ad-hoc volatile. */
 

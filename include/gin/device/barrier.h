@@ -4,8 +4,8 @@
 #define GIN_DEVICE_BARRIER_H
 
 #include "gin/device/arch.h"
-#include "gin/device/types.h"
 #include "gin/device/team.h"
+#include "gin/device/types.h"
 
 /* Barrier over a team using barrier slot `slot` (0..nbarriers-1): returns
  * once every member has arrived. After it, every put a member issued to

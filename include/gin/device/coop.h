@@ -9,7 +9,6 @@
 
 #include "gin/device/impl/arch__types.h"
 
-
 /* ------------------------------------------------------------ indices */
 
 #if GIN_ARCH_CUDA

@@ -8,7 +8,6 @@
 
 #include "gin/device/impl/arch__types.h"
 
-
 /* Plain (weak) store of 16 bytes from src to dst, both 16-byte aligned:
  * one 128-bit store on the GPU (one transaction across PCIe). */
 #if GIN_ARCH_CUDA

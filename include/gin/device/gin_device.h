@@ -36,7 +36,8 @@
  * The calls, by feature, each header with its bodies in
  * impl/<feature>__funcs.h: teams and peers' windows (team.h), puts and
  * signals to peers (put.h), this rank's signals (signal.h) and counters
- * (counter.h), barriers (barrier.h); the target glue under them
+ * (counter.h), barriers (barrier.h), errors a kernel finds (error.h); the
+ * target glue under them
  * (arch.h: coop.h, atomics.h, copy.h, launch.h) and the types (types.h).
  */
 #ifndef GIN_DEVICE_H
@@ -45,6 +46,7 @@
 #include "gin/device/arch.h"
 #include "gin/device/barrier.h"
 #include "gin/device/counter.h"
+#include "gin/device/error.h"
 #include "gin/device/put.h"
 #include "gin/device/signal.h"
 #include "gin/device/team.h"

@@ -9,7 +9,6 @@
 #include "gin/device/coop.h"
 #include "gin/device/impl/arch__types.h"
 
-
 /* ------------------------------------------------------ device limits */
 
 /* Host side, for sizing grids: the current device's multiprocessors and

@@ -5,14 +5,33 @@
 #define GIN_DEVICE_PUT_H
 
 #include "gin/device/arch.h"
-#include "gin/device/types.h"
 #include "gin/device/impl/put__types.h"
+#include "gin/device/types.h"
 
 GIN_HD_FN gin_remote_t gin_remote_none(void);
 GIN_HD_FN gin_remote_t gin_remote_signal_inc(int signal);
 GIN_HD_FN gin_remote_t gin_remote_signal_add(int signal, uint64_t value);
 GIN_HD_FN gin_local_t gin_local_none(void);
 GIN_HD_FN gin_local_t gin_local_counter_inc(int counter);
+
+/* How this rank reaches team member `peer`: GIN_PATH_SELF, GIN_PATH_DIRECT
+ * (its windows are mapped here: gin_window_peer_ptr gives them),
+ * GIN_PATH_PROXY, or GIN_PATH_NONE (not reachable, or peer out of the
+ * team). */
+GIN_DEVICE_FN int gin_peer_path(const gin_devcomm_t *dc, gin_team_t team,
+                                int peer);
+
+/* The write gate, for kernels that store into peers' windows themselves
+ * (through gin_window_peer_ptr), as gin's direct calls do: non-zero once
+ * direct writes must stop because the communicator aborted (a peer may be
+ * gone and its memory unmapped). One cached load, cheaper than
+ * gin_aborted: read it before the stores (every thread of a coop, which
+ * then agrees with gin_coop_any) and, where it is set, store nothing and
+ * return gin_peer_write_refused(dc, world_rank): it records the refusal
+ * (GIN_ERR_ABORTED, naming the peer) and returns GIN_ERR_ABORTED. */
+GIN_DEVICE_FN int gin_peer_writes_stopped(const gin_devcomm_t *dc);
+GIN_DEVICE_FN int gin_peer_write_refused(const gin_devcomm_t *dc,
+                                         int world_rank);
 
 /* Copies `bytes` from this rank's window `src` at src_off to team member
  * `peer`'s window `dst` at dst_off, then performs `remote` at the peer and

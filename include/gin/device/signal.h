@@ -10,6 +10,10 @@
  * 64-bit comparison: wrap-safe within 2^63), reset to 0 (no update may be
  * in flight). */
 GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal);
+/* The signal's value without ordering: what a wait that returned (whose
+ * acquire ordered what follows) saw, or more; cheaper than
+ * gin_signal_read where that order is already in place. */
+GIN_DEVICE_FN uint64_t gin_signal_peek(const gin_devcomm_t *dc, int signal);
 GIN_DEVICE_FN int gin_signal_wait(const gin_devcomm_t *dc, int signal,
                                   uint64_t least, gin_coop_t coop);
 GIN_DEVICE_FN int gin_signal_reset(const gin_devcomm_t *dc, int signal,

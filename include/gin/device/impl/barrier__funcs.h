@@ -2,8 +2,8 @@
 #ifndef GIN_DEVICE_IMPL_BARRIER_FUNCS_H
 #define GIN_DEVICE_IMPL_BARRIER_FUNCS_H
 
-#include "gin/device/impl/route__funcs.h"
 #include "gin/device/impl/proxy__funcs.h"
+#include "gin/device/impl/route__funcs.h"
 #include "gin/device/put.h"
 
 GIN_DEVICE_FN int gin_barrier(const gin_devcomm_t *dc, gin_team_t team,

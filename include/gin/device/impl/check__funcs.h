@@ -3,9 +3,9 @@
 #define GIN_DEVICE_IMPL_CHECK_FUNCS_H
 
 #include "gin/device/arch.h"
-#include "gin/device/types.h"
 #include "gin/device/impl/put__types.h"
 #include "gin/device/team.h"
+#include "gin/device/types.h"
 
 /* On unless the program is compiled with GIN_DEVICE_CHECKS defined to 0
  * or OFF (-DGIN_DEVICE_CHECKS=0; CMake: -DGIN_DEVICE_CHECKS=OFF): a

@@ -2,8 +2,8 @@
 #ifndef GIN_DEVICE_IMPL_PROXY_FUNCS_H
 #define GIN_DEVICE_IMPL_PROXY_FUNCS_H
 
-#include "gin/device/proxy.h"
 #include "gin/device/impl/wait__funcs.h"
+#include "gin/device/proxy.h"
 
 /* A window argument that names no window (signal and barrier
  * descriptors). */

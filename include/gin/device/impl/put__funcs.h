@@ -3,8 +3,23 @@
 #ifndef GIN_DEVICE_IMPL_PUT_FUNCS_H
 #define GIN_DEVICE_IMPL_PUT_FUNCS_H
 
-#include "gin/device/impl/route__funcs.h"
 #include "gin/device/impl/proxy__funcs.h"
+#include "gin/device/impl/route__funcs.h"
+
+GIN_DEVICE_FN int gin_peer_path(const gin_devcomm_t *dc, gin_team_t team,
+                                int peer) {
+  int w = gin_team_world_rank(team, peer);
+  if (w < 0 || w >= dc->nranks) return GIN_PATH_NONE;
+  return gin_dev_path_(dc, w);
+}
+
+GIN_DEVICE_FN int gin_peer_writes_stopped(const gin_devcomm_t *dc) {
+  return gin_dev_shut_(dc);
+}
+GIN_DEVICE_FN int gin_peer_write_refused(const gin_devcomm_t *dc,
+                                         int world_rank) {
+  return gin_dev_shut_fail_(dc, world_rank);
+}
 
 GIN_HD_FN gin_remote_t gin_remote_none(void) {
   gin_remote_t r;

@@ -4,6 +4,11 @@
 
 #include "gin/device/impl/wait__funcs.h"
 
+GIN_DEVICE_FN uint64_t gin_signal_peek(const gin_devcomm_t *dc, int signal) {
+  if (gin_dev_signal_id_(dc, -1, signal)) return 0;
+  return gin_dev_peek2_(&dc->signals[signal], gin_dev_psig_(dc, signal));
+}
+
 GIN_DEVICE_FN uint64_t gin_signal_read(const gin_devcomm_t *dc, int signal) {
   if (gin_dev_signal_id_(dc, -1, signal)) return 0;
   return gin_dev_read2_(&dc->signals[signal], gin_dev_psig_(dc, signal));

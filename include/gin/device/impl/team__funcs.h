@@ -5,7 +5,6 @@
 #include "gin/device/arch.h"
 #include "gin/device/types.h"
 
-
 GIN_DEVICE_FN gin_team_t gin_team_world(const gin_devcomm_t *dc) {
   gin_team_t t;
   t.size = dc->nranks;

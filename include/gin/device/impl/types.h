@@ -63,7 +63,8 @@ enum {
                                ranks whose dispatch payloads differ */
   GIN_DEVERR_PEER_DEAD,     /* a rank died (host-side record, `peer`) */
   /* the transport had no room for a whole timeout (host-side, `peer`) */
-  GIN_DEVERR_TIMEOUT_TRANSPORT
+  GIN_DEVERR_TIMEOUT_TRANSPORT,
+  GIN_DEVERR_USER /* a program's kernel (gin_record_error) */
 };
 
 /* First error a rank's kernels hit, for the host to report. Lives in the
