@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "ep/ep.h"
+#include "ep/ep_kernels.h"
 #include "gin/ep_format.h"
 
 struct gin_ep {

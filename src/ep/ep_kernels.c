@@ -20,7 +20,7 @@
 #define GIN_DEVICE_CHECKS 0
 #endif
 
-#include "ep/ep.h"
+#include "ep/ep_kernels.h"
 #include "ep/ep_budget.h"
 #include "gin/ep_format.h"
 

@@ -191,11 +191,17 @@ void perf_floors_cpu(perf_env_t *env); /* tcp, shm (floors_host.c) */
  * failed (said why) or the path has none. */
 int perf_net_floor_pp(perf_env_t *env, size_t bytes, double *med, double *p99);
 void perf_floors_close(perf_env_t *env); /* what the floors left open */
-void perf_pingpong(perf_env_t *env);     /* put+signal, -g */
-void perf_sigpp(perf_env_t *env);        /* signal only */
-void perf_ladder(perf_env_t *env);       /* latency decomposition */
-void perf_floorscan(perf_env_t *env);    /* the raw floor per flag line */
-void perf_barrier(perf_env_t *env);      /* gin_barrier */
+#if GIN_PERF_OFI
+/* The libfabric floors' endpoint (net_floor.c), opened at first use with
+ * a buffer for the largest size asked (-e), or NULL (said why). Both
+ * ranks call. */
+struct floor_ofi *perf_ofi_floor(perf_env_t *env);
+#endif
+void perf_pingpong(perf_env_t *env);  /* put+signal, -g */
+void perf_sigpp(perf_env_t *env);     /* signal only */
+void perf_ladder(perf_env_t *env);    /* latency decomposition */
+void perf_floorscan(perf_env_t *env); /* the raw floor per flag line */
+void perf_barrier(perf_env_t *env);   /* gin_barrier */
 void perf_bw(perf_env_t *env, int bidir);
 void perf_rate(perf_env_t *env);     /* message rate */
 void perf_ring(perf_env_t *env);     /* ring alone (null transport) */

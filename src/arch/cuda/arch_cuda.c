@@ -34,35 +34,6 @@ static int local_rank_from_env(void) {
   return -1;
 }
 
-/* The device this process's communicators use, for threads gin starts. */
-static int arch_device = -1;
-
-/* Each thread copies on its own non-blocking stream: a copy on the legacy
- * default stream would wait for a kernel of this process that is itself
- * waiting for the copy (the proxy's case). */
-static pthread_key_t stream_key;
-static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
-static void stream_destroy(void *s) { cudaStreamDestroy((cudaStream_t)s); }
-static void stream_key_make(void) {
-  pthread_key_create(&stream_key, stream_destroy);
-}
-
-gin_result_t gin_cuda_thread_stream_(cudaStream_t *out) {
-  pthread_once(&stream_once, stream_key_make);
-  cudaStream_t s = (cudaStream_t)pthread_getspecific(stream_key);
-  if (!s) {
-    int cur = -1;
-    if (arch_device >= 0 && cudaGetDevice(&cur) == cudaSuccess &&
-        cur != arch_device)
-      GIN_CUDA_CALL(cudaSetDevice(arch_device), "cudaSetDevice (gin thread)");
-    GIN_CUDA_CALL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
-                  "cudaStreamCreateWithFlags");
-    pthread_setspecific(stream_key, s);
-  }
-  *out = s;
-  return GIN_SUCCESS;
-}
-
 void gin_arch_local_ranks(int local_ranks) { (void)local_ranks; }
 
 gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
@@ -81,7 +52,7 @@ gin_result_t gin_arch_init(gin_arch_devinfo_t *info_out) {
   }
   if (dev >= 0) GIN_CUDA_CALL(cudaSetDevice(dev), "cudaSetDevice");
   GIN_CUDA_CALL(cudaGetDevice(&dev), "cudaGetDevice");
-  arch_device = dev;
+  gin_cuda_device_set_(dev);
   GIN_CHECK(gin_cuda_vmm_init_());
   struct cudaDeviceProp prop;
   GIN_CUDA_CALL(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
@@ -526,8 +497,8 @@ int gin_arch_proxy_busy_poll_default(void) { return 1; }
 
 gin_result_t gin_arch_device_cpulist(char *buf, size_t len) {
   char busid[32], path[128];
-  if (arch_device < 0 ||
-      cudaDeviceGetPCIBusId(busid, sizeof busid, arch_device) != cudaSuccess)
+  int dev = gin_cuda_device_();
+  if (dev < 0 || cudaDeviceGetPCIBusId(busid, sizeof busid, dev) != cudaSuccess)
     return GIN_ERR_UNSUPPORTED;
   for (char *p = busid; *p; p++)
     if (*p >= 'A' && *p <= 'F') *p = (char)(*p - 'A' + 'a');

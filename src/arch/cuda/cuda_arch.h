@@ -1,4 +1,4 @@
-/* Internal to the cuda target: what arch_cuda.c and vmm.c share. */
+/* Internal to the cuda target: what arch_cuda.c, vmm.c and stream.c share. */
 #ifndef GIN_ARCH_CUDA_ARCH_H
 #define GIN_ARCH_CUDA_ARCH_H
 
@@ -30,6 +30,12 @@ typedef struct cuda_handle {
 } cuda_handle_t;
 _Static_assert(sizeof(cuda_handle_t) <= GIN_ARCH_HANDLE_BYTES, "handle size");
 
+/* ---- stream.c ---- */
+
+/* The device this process's communicators use (gin_arch_init sets it; -1
+ * before), for the threads gin starts. */
+void gin_cuda_device_set_(int dev);
+int gin_cuda_device_(void);
 /* This thread's non-blocking stream on gin's device (created at first use,
  * after making that device current). */
 gin_result_t gin_cuda_thread_stream_(cudaStream_t *out);

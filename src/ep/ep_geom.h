@@ -39,8 +39,8 @@
  * added count + 1 after the tokens; combine (set, token) at the token's
  * rank, incremented by each of its returning top-k slots.
  */
-#ifndef GIN_EP_INTERNAL_H
-#define GIN_EP_INTERNAL_H
+#ifndef GIN_EP_GEOM_H
+#define GIN_EP_GEOM_H
 
 #include "ep/ep_msg.h"
 #include "gin/device/gin_device.h"
@@ -83,24 +83,6 @@ typedef struct gin_ep_args {
                         send), then [L] units done per local expert
                         (dispatch receive); zero between launches */
 } gin_ep_args_t;
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-/* Loads the EP kernels now (cuda: before any of them runs), so that no
- * later launch has to wait for the device to be idle; *why says what
- * failed. */
-gin_result_t gin_ep_kernels_load(const char **why);
-/* Kernel launchers (ep_kernels.c); stream is a gin_stream_t. */
-gin_result_t gin_ep_launch_dispatch_send(const gin_ep_args_t *a, void *stream);
-gin_result_t gin_ep_launch_dispatch_recv(const gin_ep_args_t *a, void *stream);
-gin_result_t gin_ep_launch_combine_send(const gin_ep_args_t *a, void *stream);
-gin_result_t gin_ep_launch_combine_recv(const gin_ep_args_t *a, void *stream);
-/* A barrier of every rank (the buffer's barrier slot 0). */
-gin_result_t gin_ep_launch_barrier(const gin_ep_args_t *a, void *stream);
-#ifdef __cplusplus
-}
-#endif
 
 /* Entry i of the routing table; an int64 id past int32's range reads as
  * the nearest int32 (out of range as well: reported as such). */
