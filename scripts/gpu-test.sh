@@ -47,7 +47,7 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
   t0=$SECONDS
   rc_opt=()
   [ -n "${RACECHECK:-}" ] && rc_opt=(-DGIN_RACECHECK=ON)
-  configure_build $B "$LOGS/build.log" all -- -DCMAKE_CUDA_FLAGS=-lineinfo "${rc_opt[@]}"
+  configure_build $B "$LOGS/build.log" all -- -DCMAKE_CUDA_FLAGS=-lineinfo ${rc_opt[@]+"${rc_opt[@]}"}
   rc=$?
   say "build: $B rc=$rc ($((SECONDS - t0)) s)"
   builds_ok $rc
@@ -59,7 +59,7 @@ labels=()
 unset GIN_BACKEND GIN_TRANSPORT CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 # shellcheck disable=SC2086 # CTEST_ARGS is a list of arguments
 bounded ctest ctest --test-dir $B --output-on-failure -j "$JOBS" --timeout 600 \
-  "${labels[@]}" ${CTEST_ARGS:-}
+  ${labels[@]+"${labels[@]}"} ${CTEST_ARGS:-}
 rc=$?
 log=$LOGS/ctest.log
 line=$(grep -E '^[0-9]+% tests passed' "$log" | tail -1)

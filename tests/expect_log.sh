@@ -3,7 +3,9 @@
 # shown, and kept to count); passes (0) when its exit status is the one
 # wanted (0, or nz: a failure that is not a timeout's 124 or 137) and at
 # least MIN lines of its output match PATTERN (grep -e). A command that
-# skips (77) skips. Exit 0 pass, 1 fail, 77 skip.
+# skips (77) skips, and so does one whose output matches EXPECT_SKIP_IF
+# (grep -E; where set: the machine lacks what the case needs, said by
+# that line). Exit 0 pass, 1 fail, 77 skip.
 set -u
 want=${1:?usage: expect_log.sh STATUS PATTERN MIN COMMAND...}
 pat=${2:?usage}
@@ -15,6 +17,10 @@ trap 'rm -f "$log"' EXIT
 rc=$?
 cat "$log"
 [ $rc = 77 ] && exit 77
+if [ -n "${EXPECT_SKIP_IF:-}" ] && why=$(grep -m1 -E "$EXPECT_SKIP_IF" "$log"); then
+  echo "SKIP: this machine: $why"
+  exit 77
+fi
 n=$(grep -c -e "$pat" "$log")
 ok=0
 case $want in

@@ -71,11 +71,24 @@ struct gin_comm {
   struct gin_comm *next_live;
   /* peer watch (watch.c) */
   struct gin_watch *watch; /* NULL: not watching */
+  /* The watcher's calls the state (state.c) makes, set by gin_watch_start
+   * before `watch`: gin_watch_busy_, gin_watch_poke_. */
+  int (*watch_busy)(gin_comm_t comm);
+  void (*watch_poke)(gin_comm_t comm);
   gin_comm_death_t dead;
   uint64_t death_grace_until; /* end of the reports' wait for a death, ns
                                  (0: none yet; atomic) */
 };
 
+/* ---- state.c: a live communicator's state ---- */
+
+/* The list of live communicators: added once set up, removed (returns
+ * whether it was there) at the start of its destroy. */
+void gin_comm_live_add_(gin_comm_t comm);
+int gin_comm_live_remove_(gin_comm_t comm);
+/* The bootstrap's abort check (gin_bs_set_abort, arg the communicator):
+ * its error once it is aborted or knows of a dead rank. */
+gin_result_t gin_comm_bs_abort_(void *arg, int settle_ms);
 /* Looks comm up among live communicators (never dereferences a dead
  * pointer). GIN_ERR_STATE with a message naming `fn` if it is not live;
  * GIN_ERR_ABORTED if it was aborted (message says by whom and why). */

@@ -317,6 +317,8 @@ gin_result_t gin_watch_start(gin_comm_t c) {
     watch_free(w);
     return res;
   }
+  c->watch_busy = gin_watch_busy_;
+  c->watch_poke = gin_watch_poke_;
   c->watch = w;
   GIN_INFO(BOOTSTRAP, "rank %d: watching %d peer(s)", c->rank, n);
   return GIN_SUCCESS;

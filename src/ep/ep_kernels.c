@@ -576,8 +576,10 @@ GIN_DEVICE_FN const char *ep_combine_row(const gin_ep_args_t *a, int t, int k,
  * value past that is a return no correct peer sends here (one for another
  * token, or of another combine of this set: every return of the last one
  * came before this rank's next dispatch went out, so none can still be on
- * its way): recorded, never absorbed into the shadow, so that one arriving
- * after this check is found by the next wait on the signal. */
+ * its way): recorded. It is never absorbed into the shadow, so one that
+ * lands after this check raises a later check of the signal past its
+ * count, where it is found, unless that wait is met by it before a real
+ * return: a counter cannot tell a surplus from a return still missing. */
 GIN_DEVICE_FN int ep_combine_wait(const gin_ep_args_t *a, int t,
                                   uint64_t routed) {
   const gin_devcomm_t *dc = &a->dc;

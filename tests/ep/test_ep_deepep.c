@@ -4,8 +4,9 @@
  * top-8, 8 experts a rank): two buffers of one shape taken in turn by the
  * dispatches (gin_comm.deep_ep's pair, as DeepEP's two buffers); every
  * other iteration two dispatches, the first of which is never combined
- * (two dispatches held); the last dispatch combined twice, the second
- * time with the outputs written into its combine buffer after
+ * (two dispatches held; with hooks, both sends before either receive);
+ * the last dispatch combined twice, the second time with the outputs
+ * written into its combine buffer after
  * gin_ep_combine_fence (zero copy); phases issued together or split (the
  * receive hook) and bf16 or fp8 payloads, in turn. No barrier between
  * ranks: each rank checks its own results against the CPU reference
@@ -70,17 +71,15 @@ static void check_call(deepep_t *d, gin_result_t rc, const char *what, int it) {
           what, gin_strerror(rc), gin_last_error());
 }
 
-static void dispatch(deepep_t *d, gin_ep_t ep, int fp8, int split, int it,
+/* One phase of a dispatch (GIN_EP_SEND, _RECV or _BOTH). */
+static void dispatch(deepep_t *d, gin_ep_t ep, int fp8, int phases, int it,
                      gin_ep_recv_t *recv) {
   gin_ep_dispatch_opts_t o;
   memset(&o, 0, sizeof o);
   o.payload = fp8 ? GIN_EP_PAYLOAD_FP8 : GIN_EP_PAYLOAD_BF16;
-  gin_result_t rc = gin_ep_dispatch_ex(ep, d->d_x, d->d_idx, d->T, &o, recv,
-                                       NULL, split ? GIN_EP_SEND : GIN_EP_BOTH);
-  if (rc == GIN_SUCCESS && split)
-    rc = gin_ep_dispatch_ex(ep, d->d_x, d->d_idx, d->T, &o, recv, NULL,
-                            GIN_EP_RECV);
-  check_call(d, rc, "dispatch", it);
+  check_call(
+      d, gin_ep_dispatch_ex(ep, d->d_x, d->d_idx, d->T, &o, recv, NULL, phases),
+      phases == GIN_EP_RECV ? "dispatch receive" : "dispatch", it);
 }
 
 /* Combines ep's last dispatch (outputs h_y, written where zc says) and
@@ -127,15 +126,23 @@ static void iteration(deepep_t *d, int it) {
   TCHECK(gin_mem_copy(d->d_idx, in->topk_idx, (size_t)d->T * d->K * 4));
   TCHECK(gin_mem_copy(d->d_w, in->weights, (size_t)d->T * d->K * 4));
 
-  /* DeepEP dispatches twice every other time; only the last is used. */
-  gin_ep_t ep = NULL;
+  /* DeepEP dispatches twice every other time; only the last is used.
+   * With hooks, both send phases go out before either receive (the order
+   * DeepEP's hooks allow: send A, send B, receive A, receive B). */
+  int nd = 1 + (it + 1) % 2;
+  gin_ep_t eps[2];
   gin_ep_recv_t recv;
-  for (int n = 0; n < 1 + (it + 1) % 2; n++) {
-    ep = d->ep[d->turn];
+  for (int i = 0; i < nd; i++) {
+    eps[i] = d->ep[d->turn];
     d->turn ^= 1;
     memset(&recv, 0, sizeof recv);
-    dispatch(d, ep, fp8, split, it, &recv);
+    dispatch(d, eps[i], fp8, split ? GIN_EP_SEND : GIN_EP_BOTH, it, &recv);
   }
+  for (int i = 0; split && i < nd; i++) {
+    memset(&recv, 0, sizeof recv);
+    dispatch(d, eps[i], fp8, GIN_EP_RECV, it, &recv);
+  }
+  gin_ep_t ep = eps[nd - 1];
   fetch(&recv, &d->got[fp8]);
   ep_ref_dispatch(d->inputs, R, me, &d->want[fp8]);
   char msg[400];

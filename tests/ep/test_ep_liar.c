@@ -12,8 +12,9 @@
  * rank 1 itself, told no lie, may finish its step, but its communicator
  * must then be aborted by a peer within the timeout. At least one rank but
  * rank 1 must report the lie. Mode 4 runs up to four dispatch + combine
- * steps: a surplus return may land after its token's check, and the next
- * combine of the same buffer set (two steps on) must then find it. Then
+ * steps: a surplus return found at its token's check, or left in the
+ * signal for a later combine of that buffer set to find, must be reported
+ * by the end. Then
  * everything is released on the aborted communicator. Mode 3 skips where
  * rank 1 does not reach every peer by load/store, or GIN_EP_PULL=0: only
  * that combine sends `where` words. Run with ginrun -n N (N >= 3). Exit 0

@@ -9,7 +9,8 @@
 /* Records an error a kernel found, as gin's own calls record theirs: this
  * rank's first error is kept (later ones are dropped), the communicator
  * is aborted (this rank's and its load/store peers' waits stop), and
- * `code` is returned for the kernel to pass up; the host's
+ * `code` (a gin_result_t error; another value becomes GIN_ERR_INTERNAL)
+ * is returned for the kernel to pass up; the host's
  * gin_comm_get_async_error then fails naming this rank. `kind`:
  * GIN_DEVERR_USER for a program's own errors: the host fails with `code`
  * and says "rank 2: a kernel reported error 7 (peer 1; values 4, 0, 9)"

@@ -39,4 +39,3 @@ gin_result_t gin_cuda_thread_stream_(cudaStream_t *out) {
   *out = s;
   return GIN_SUCCESS;
 }
-
