@@ -2,7 +2,8 @@
 its outputs against ep_ref.py computed in one process: the array-level
 Ep on NumPy arrays and on torch CPU tensors (ranks_ep.py), DeepEP's
 low-latency API through gin_comm.deep_ep on a gloo group
-(ranks_deep_ep.py), and a rank killed mid-run (ranks_kill.py). The torch
+(ranks_deep_ep.py), the same captured in CUDA graphs (ranks_graph.py,
+cuda target), and a rank killed mid-run (ranks_kill.py). The torch
 tests skip where torch is not installed, unless GIN_REQUIRE_TORCH=1 (CI
 sets it)."""
 
@@ -35,6 +36,18 @@ def test_deep_ep(n):
     need_numpy()
     need_torch()
     all_ok(launch(n, "ranks_deep_ep.py", free_port()), n)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_deep_ep_graph(n):
+    """low_latency_dispatch and low_latency_combine captured in a CUDA
+    graph and replayed, equal to the eager calls (ranks_graph.py)."""
+    need_numpy()
+    need_torch()
+    import gin_comm
+    if gin_comm.TARGET != "cuda":
+        pytest.skip("CUDA graphs: the cuda target only")
+    all_ok(launch(n, "ranks_graph.py", free_port()), n)
 
 
 def test_killed_rank():
