@@ -18,7 +18,12 @@ What differs, by design:
   waiting on it orders nothing new; return_recv_hook splits each call
   into its send phase (issued by the call) and receive phase (the hook)
   as DeepEP does. Neither synchronises with the host, which capture in
-  a CUDA graph needs (capture from Python has not run on a GPU yet).
+  a CUDA graph needs (tests/python/ranks_graph.py; not yet run on a
+  GPU). A graph replays the buffer its capture took every time, so a
+  graph that holds a dispatch must hold its combine too (then every
+  rank's receive is over before its next dispatch goes out, as the two
+  buffers otherwise ensure); dispatches alone replayed back to back
+  could overwrite rows a peer still reads.
 - Tokens of one expert arrive grouped by source rank in rank order (one
   of the orders DeepEP allows: its own depends on arrival).
 - num_rdma_bytes and num_qps_per_rank are not needed: gin sizes its
