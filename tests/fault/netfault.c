@@ -20,7 +20,10 @@
  *           round overwrites one still being read), in launches of
  *           FLAP_ROUNDS rounds; between launches the ranks agree
  *           (gin_comm_allgather) whether the script's DIR/stop stamp
- *           exists, and all stop after the same launch. The script takes
+ *           exists, and all stop after the same launch. Each rank stamps
+ *           DIR/flowing.R once its first launch is through (every
+ *           transport connection made: libfabric's are made at a peer's
+ *           first message). The script takes
  *           the link down and up again, each time for less than the
  *           timeout, then stamps DIR/flapped and, later, DIR/stop. Nothing
  *           may fail: every round's bytes arrive whole, rounds go on after
@@ -398,6 +401,11 @@ static int run_flap(run_t *r, kargs_t *a, gin_devcomm_t *dc, gin_window_t win,
            (unsigned long long)a->first + FLAP_ROUNDS, gin_strerror(rc),
            gin_last_error());
       break;
+    }
+    if (a->first == 0) { /* traffic flows: every peer's connection is up */
+      char path[4200];
+      path_of(r, "flowing", r->rank, path, sizeof path);
+      stamp_write(path, wall_ns());
     }
     a->first += FLAP_ROUNDS;
     if (flapped) after += FLAP_ROUNDS;
