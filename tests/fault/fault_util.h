@@ -101,8 +101,9 @@ static inline long long fault_timeout_ms(void) {
   return t && atoll(t) > 0 ? atoll(t) : 30000;
 }
 
-/* Whether socket inode `ino` is a TCP socket (in /proc/self/net/tcp*). */
-static inline int tcp_inode(unsigned long ino) {
+/* The TCP state of socket inode `ino` (in /proc/self/net/tcp*: 0x0A is
+ * LISTEN), or -1 where it is not a TCP socket. */
+static inline int tcp_inode_state(unsigned long ino) {
   static const char *files[] = {"/proc/self/net/tcp", "/proc/self/net/tcp6"};
   char line[512];
   for (int i = 0; i < 2; i++) {
@@ -110,16 +111,23 @@ static inline int tcp_inode(unsigned long ino) {
     if (!f) continue;
     while (fgets(line, sizeof line, f)) {
       unsigned long x = 0;
+      unsigned st = 0;
       /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-      if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %lu", &x) == 1 &&
+      if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &x) ==
+              2 &&
           x == ino) {
         fclose(f);
-        return 1;
+        return (int)st;
       }
     }
     fclose(f);
   }
-  return 0;
+  return -1;
+}
+
+/* Whether socket inode `ino` is a TCP socket. */
+static inline int tcp_inode(unsigned long ino) {
+  return tcp_inode_state(ino) >= 0;
 }
 
 /* What gin left open in this process: TCP sockets and gin memfds. */

@@ -12,31 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault/fault_util.h"
 #include "gin/gin.h"
 #include "test_common.h"
-
-/* Whether socket inode ino is a listening TCP socket (state 0A). */
-static int listening(unsigned long ino) {
-  static const char *files[] = {"/proc/self/net/tcp", "/proc/self/net/tcp6"};
-  char line[512];
-  for (int i = 0; i < 2; i++) {
-    FILE *f = fopen(files[i], "r");
-    if (!f) continue;
-    while (fgets(line, sizeof line, f)) {
-      unsigned long x = 0;
-      unsigned st = 0;
-      /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-      if (sscanf(line, "%*s %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &x) ==
-              2 &&
-          x == ino && st == 0x0A) {
-        fclose(f);
-        return 1;
-      }
-    }
-    fclose(f);
-  }
-  return 0;
-}
 
 static int count_listening(void) {
   DIR *d = opendir("/proc/self/fd");
@@ -50,7 +28,9 @@ static int count_listening(void) {
     ssize_t t = readlink(path, target, sizeof target - 1);
     if (t <= 0) continue;
     target[t] = 0;
-    if (sscanf(target, "socket:[%lu]", &ino) == 1 && listening(ino)) n++;
+    if (sscanf(target, "socket:[%lu]", &ino) == 1 &&
+        tcp_inode_state(ino) == 0x0A) /* LISTEN */
+      n++;
   }
   closedir(d);
   return n;
