@@ -8,6 +8,10 @@
 #                          the namespaces ns0/ns1 (gin-TAG0-PID, ...), the
 #                          veth ends veth0/veth1 (gTAG0-PID, ...) and their
 #                          addresses addr0/addr1 (SUBNET.1, SUBNET.2, /24).
+#                          Each end also has a second address, in a
+#                          network the other end has no route to (as a
+#                          host's other networks): ranks must pick the
+#                          address their peers reach.
 #                          Creates nothing: set the EXIT trap, then
 #   netns_up               creates both namespaces and the veth pair, up,
 #                          and waits (bounded) for a carrier on both ends;
@@ -51,6 +55,8 @@ netns_up() {
     netns "$ns1" &&
     ip -n "$ns0" addr add "$addr0/24" dev "$veth0" &&
     ip -n "$ns1" addr add "$addr1/24" dev "$veth1" &&
+    ip -n "$ns0" addr add 198.51.100.1/24 dev "$veth0" &&
+    ip -n "$ns1" addr add 203.0.113.2/24 dev "$veth1" &&
     ip -n "$ns0" link set lo up && ip -n "$ns1" link set lo up &&
     ip -n "$ns0" link set "$veth0" up &&
     ip -n "$ns1" link set "$veth1" up) 2>&1); then

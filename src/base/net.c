@@ -61,6 +61,39 @@ const char *gin_net_addr_str(const gin_net_addr_t *a, char *buf, size_t len) {
   return buf;
 }
 
+gin_result_t gin_net_route_source(const gin_net_addr_t *to,
+                                  gin_net_addr_t *out) {
+  struct sockaddr_storage ss;
+  socklen_t sl = gin_net_addr_to_sockaddr(to, &ss);
+  if (to->family != AF_INET && to->family != AF_INET6) {
+    errno = EAFNOSUPPORT;
+    return GIN_ERR_SYSTEM;
+  }
+  int fd = socket(to->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return GIN_ERR_SYSTEM;
+  gin_result_t res = GIN_ERR_SYSTEM;
+  if (connect(fd, (struct sockaddr *)&ss, sl) == 0) {
+    sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+      res = gin_net_addr_from_sockaddr((struct sockaddr *)&ss, out);
+    if (res != GIN_SUCCESS) res = GIN_ERR_SYSTEM;
+  }
+  int err = errno;
+  close(fd);
+  errno = err;
+  if (res == GIN_SUCCESS) out->port = 0;
+  return res;
+}
+
+int gin_net_addr_local_only(const gin_net_addr_t *a) {
+  static const uint8_t v6_loop[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, 0, 0, 0, 0, 0, 1};
+  if (a->family == AF_INET6)
+    return !memcmp(a->addr, v6_loop, 16) ||
+           (a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80);
+  return a->addr[0] == 127;
+}
+
 int gin_net_poll_timeout_ms(uint64_t deadline_ns) {
   uint64_t now = gin_now_ns();
   if (now >= deadline_ns) return 0;

@@ -50,6 +50,19 @@ gin_result_t gin_net_addr_from_sockaddr(const struct sockaddr *sa,
  * can stand in a log call's arguments. Thread safe: writes only buf. */
 const char *gin_net_addr_str(const gin_net_addr_t *a, char *buf, size_t len);
 
+/* The local address this host sends from to reach `to` (an AF_INET or
+ * AF_INET6 address: the route's source, found by a UDP connect, which
+ * sends nothing) into *out, port 0. Returns GIN_SUCCESS, or
+ * GIN_ERR_SYSTEM with errno set where no route leads there; records and
+ * logs nothing. Thread safe: writes only *out. */
+gin_result_t gin_net_route_source(const gin_net_addr_t *to,
+                                  gin_net_addr_t *out);
+
+/* Whether a is a loopback address (127/8, ::1) or an IPv6 link-local one
+ * (fe80::/10: reachable only through the interface it names, which a
+ * peer on another host cannot). Thread safe. */
+int gin_net_addr_local_only(const gin_net_addr_t *a);
+
 /* Milliseconds from now until deadline_ns (a gin_now_ns() time), rounded
  * up and capped at 10^9, to pass as poll()'s timeout; 0 once the deadline
  * has passed. Thread safe. */

@@ -1062,6 +1062,49 @@ static int ofi_rma_default_off(const struct fi_info *fi) {
   return !strcmp(p, "shm") || !strncmp(p, "tcp", 3);
 }
 
+/* The IP address entry fi's endpoints send from, into *a (port 0): 1, or
+ * 0 where its addresses are not socket addresses (verbs over IB, efa,
+ * cxi, shm) or it names none. */
+static int ofi_entry_ip(const struct fi_info *fi, gin_net_addr_t *a) {
+  if (!fi->src_addr ||
+      (fi->addr_format != FI_SOCKADDR && fi->addr_format != FI_SOCKADDR_IN &&
+       fi->addr_format != FI_SOCKADDR_IN6))
+    return 0;
+  if (gin_net_addr_from_sockaddr((const struct sockaddr *)fi->src_addr, a) !=
+      GIN_SUCCESS)
+    return 0;
+  a->port = 0;
+  return 1;
+}
+
+/* Of fi_getinfo's entries, the one to open: among those of the first
+ * entry's provider (its choice of fabric stands), the one whose address is
+ * the source of this host's route to the bootstrap root, the network the
+ * job's ranks already reach each other over; else the first of the root's
+ * family that a peer on another host can reach (not loopback, not IPv6
+ * link-local); else the first. Socket-address providers list an entry per
+ * interface address, loopback and link-local ones included, in an order
+ * that says nothing of which the peers reach: the first may be an address
+ * peers cannot connect to (their first send then fails). */
+static const struct fi_info *ofi_choose(const struct fi_info *list,
+                                        const gin_job_t *job) {
+  gin_net_addr_t want, a;
+  int routed = gin_net_route_source(&job->root, &want) == GIN_SUCCESS;
+  const struct fi_info *reachable = NULL;
+  const char *prov = list->fabric_attr->prov_name;
+  for (const struct fi_info *fi = list; fi; fi = fi->next) {
+    if (strcmp(fi->fabric_attr->prov_name, prov) || !ofi_entry_ip(fi, &a))
+      continue;
+    if (routed && a.family == want.family &&
+        !memcmp(a.addr, want.addr, a.family == AF_INET6 ? 16 : 4))
+      return fi;
+    if (!reachable && a.family == job->root.family &&
+        !gin_net_addr_local_only(&a))
+      reachable = fi;
+  }
+  return reachable ? reachable : list;
+}
+
 /* The provider to use (with RMA writes where it has them and GIN_OFI_RMA
  * allows), or a message naming what is missing. */
 static gin_result_t ofi_pick(ofi_state_t *s) {
@@ -1073,9 +1116,13 @@ static gin_result_t ofi_pick(ofi_state_t *s) {
   for (int rma = want != 0; rma >= 0; rma--) {
     struct fi_info *h = ofi_hints(1, rma);
     if (!h) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: hints");
-    rc = fi_getinfo(OFI_API, NULL, NULL, 0, h, &s->info);
+    struct fi_info *list = NULL;
+    rc = fi_getinfo(OFI_API, NULL, NULL, 0, h, &list);
     fi_freeinfo(h);
     if (rc != 0) continue;
+    s->info = fi_dupinfo(ofi_choose(list, s->job));
+    fi_freeinfo(list);
+    if (!s->info) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: fi_dupinfo");
     if (rma && (!ofi_rma_usable(s->info, s->job->nranks) ||
                 (want < 0 && ofi_rma_default_off(s->info)))) {
       fi_freeinfo(s->info);
@@ -1267,13 +1314,22 @@ static gin_result_t ofi_init(const gin_job_t *job, const uint8_t *use,
     }
   }
   free(all);
-  if (s->npeers)
-    GIN_INFO(NET, "ofi: rank %d: provider %s, %d peers in %.1f ms%s%s",
+  if (s->npeers) {
+    gin_net_addr_t src;
+    char at[64] = "";
+    if (ofi_entry_ip(s->info, &src)) {
+      memcpy(at, ", from ", 7);
+      gin_net_addr_str(&src, at + 7, sizeof at - 7);
+      char *colon = strrchr(at, ':'); /* the port is the provider's */
+      if (colon) *colon = 0;
+    }
+    GIN_INFO(NET, "ofi: rank %d: provider %s, %d peers in %.1f ms%s%s%s",
              job->rank, s->info->fabric_attr->prov_name, s->npeers,
-             (double)(gin_now_ns() - start) / 1e6,
+             (double)(gin_now_ns() - start) / 1e6, at,
              s->rma ? ", puts from GIN_OFI_RMA_MIN bytes as RMA writes"
                     : ", every put as messages",
              s->wait_fd < 0 ? " (no wait descriptor: the proxy polls)" : "");
+  }
   *state_out = s;
   return GIN_SUCCESS;
 fail:

@@ -75,17 +75,7 @@ _Static_assert(TCP_CHUNK <= GIN_TCP_MAX_CHUNK, "chunk within the protocol");
  * nothing), else loopback. Port 0. */
 static void tcp_local_addr(const gin_job_t *job, gin_net_addr_t *out) {
   const gin_net_addr_t *root = &job->root;
-  struct sockaddr_storage ss;
-  socklen_t sl = gin_net_addr_to_sockaddr(root, &ss);
-  int fd = -1, ok = 0;
-  if (root->family == AF_INET || root->family == AF_INET6)
-    fd = socket(root->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && connect(fd, (struct sockaddr *)&ss, sl) == 0) {
-    sl = sizeof ss;
-    ok = getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 &&
-         gin_net_addr_from_sockaddr((struct sockaddr *)&ss, out) == GIN_SUCCESS;
-  }
-  if (fd >= 0) close(fd);
+  int ok = gin_net_route_source(root, out) == GIN_SUCCESS;
   if (!ok) {
     memset(out, 0, sizeof *out);
     out->family = root->family == AF_INET6 ? AF_INET6 : AF_INET;
