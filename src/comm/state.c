@@ -428,6 +428,31 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                        "tokens for local expert %llu, outside [0, max_tokens "
                        "%llu]; nothing was copied",
                        r, peer, id, exp, a0);
+    if (a1 == 7) /* EP normal mode's notes */
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: EP normal dispatch: rank %lld's call uses "
+                       "%llu channels, this rank's %llu (every rank's must "
+                       "use the same)",
+                       r, peer, seen, exp);
+    if (a1 == 8)
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: EP normal dispatch: %lld rows come to this "
+                       "rank, but its outputs hold %llu (the handle's "
+                       "capacity); nothing was received",
+                       r, id, exp);
+    if (a1 == 9)
+      return GIN_ERROR(GIN_ERR_TIMEOUT,
+                       "rank %d: EP normal mode: channel %lld's ring with rank "
+                       "%lld made no progress for %llu ms (waiting for "
+                       "position %llu, at %llu): that rank is stuck, slow, or "
+                       "not in the same call",
+                       r, id, peer, a0 / 1000000ull, exp, seen);
+    if (a1 == 10)
+      return GIN_ERROR(GIN_ERR_REMOTE,
+                       "rank %d: EP normal dispatch: rank %lld's row for "
+                       "receive row %llu names token %lld or an expert "
+                       "outside [-1, %llu); nothing more was received",
+                       r, peer, exp, id, a0);
     if (a1 == 6) /* id: the token, a0: the buffer set */
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "rank %d: EP combine receive: token %lld (buffer set "
