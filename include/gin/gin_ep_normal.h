@@ -122,21 +122,22 @@ GIN_API gin_result_t gin_epn_notify(gin_epn_t ep, const uint8_t *in_rank,
 /* A dispatch's inputs and outputs. */
 typedef struct gin_epn_dispatch_args {
   const void *x;      /* [T][H]: bf16 (uint16 bit patterns), or FP8 E4M3
-                         bytes where scales is given */
-  const void *scales; /* fp8: 4-byte scales (fp32, or DeepEP's UE8M0 words:
-                         moved as they are), group g of token t at element
-                         t * scale_stride_t + g * scale_stride_g; NULL:
-                         x is bf16 */
+                         bytes with fp8 */
+  int fp8;            /* 1: x is fp8 with scales (every rank the same) */
+  const void *scales; /* with fp8: 4-byte scales (fp32, or DeepEP's UE8M0
+                         words: moved as they are), group g of token t at
+                         element t * scale_stride_t + g * scale_stride_g */
   int64_t scale_stride_t, scale_stride_g;
   const void *topk_idx;      /* [T][num_topk] global expert ids (-1: none),
-                                int64 with idx64, else int32; NULL: no
-                                top-k travels (cached dispatches) */
-  const float *topk_weights; /* [T][num_topk], with topk_idx */
-  int idx64, num_topk;       /* num_topk 1..the configuration's topk */
-  int chunk;              /* rows between a ring's signals and credits, >= 1 */
-  void *recv_x;           /* [capacity][H], x's format */
-  void *recv_scales;      /* [capacity][H / 128] 4-byte, with scales */
-  int64_t *recv_topk_idx; /* [capacity][num_topk] local ids or -1 */
+                                int64 with idx64, else int32 */
+  const float *topk_weights; /* [T][num_topk] */
+  int idx64;
+  int num_topk;      /* top-k slots that travel, 0..the configuration's topk (0:
+                        none, as in cached dispatches; every rank the same) */
+  int chunk;         /* rows between a ring's signals and credits, >= 1 */
+  void *recv_x;      /* [capacity][H], x's format */
+  void *recv_scales; /* [capacity][H / 128] 4-byte, with scales */
+  int64_t *recv_topk_idx;   /* [capacity][num_topk] local ids or -1 */
   float *recv_topk_weights; /* [capacity][num_topk]: local slots' weights,
                                0 for others */
   int worst; /* 1: rows from the received count to capacity get top-k ids
@@ -144,10 +145,10 @@ typedef struct gin_epn_dispatch_args {
 } gin_epn_dispatch_args_t;
 
 /* Dispatch with a handle from gin_epn_notify (its send side and counts)
- * or from an earlier dispatch (cached: the same routing, new rows; a
- * cached dispatch's topk_idx must be NULL). Fills the outputs and the
- * handle's recv_src_idx. A capacity short of the rows that come is
- * reported through gin_comm_get_async_error with nothing written.
+ * or from an earlier dispatch (cached: the same routing, new rows). Fills the
+ * outputs and the handle's recv_src_idx. A cached dispatch passes num_topk 0. A
+ * capacity short of the rows that come is reported through
+ * gin_comm_get_async_error with nothing written.
  * Errors: GIN_ERR_INVALID naming the bad argument. */
 GIN_API gin_result_t gin_epn_dispatch(gin_epn_t ep,
                                       const gin_epn_dispatch_args_t *a,
@@ -157,12 +158,13 @@ GIN_API gin_result_t gin_epn_dispatch(gin_epn_t ep,
 typedef struct gin_epn_combine_args {
   const uint16_t *x;         /* [rows received][H] bf16, in the dispatch's
                                 receive order */
-  const float *topk_weights; /* [rows received][num_topk] or NULL */
-  int num_topk;              /* with topk_weights: 1..the config's topk */
-  const uint16_t *bias[2];   /* [T][H] bf16 each, or NULL */
-  int chunk;                 /* as the dispatch's */
-  uint16_t *out;             /* [T][H] bf16 */
-  float *out_weights;        /* [T][num_topk], with topk_weights */
+  const float *topk_weights; /* [rows received][num_topk] */
+  int num_topk; /* weights that travel, 0..the configuration's topk (0: none;
+                   every rank the same) */
+  const uint16_t *bias[2]; /* [T][H] bf16 each, or NULL */
+  int chunk;               /* as the dispatch's */
+  uint16_t *out;           /* [T][H] bf16 */
+  float *out_weights;      /* [T][num_topk] */
 } gin_epn_combine_args_t;
 
 /* Combine the rows of the handle's dispatch back to their tokens' ranks:

@@ -194,6 +194,68 @@ gin_ep_combine_buffer = _sig("gin_ep_combine_buffer", ctypes.c_int, _vp,
                              ctypes.POINTER(_vp))
 gin_ep_combine_fence = _sig("gin_ep_combine_fence", ctypes.c_int, _vp, _vp)
 
+# ------------------------------------------------------ EP normal mode
+
+
+class EpnConfig(ctypes.Structure):
+    """gin_epn_config_t."""
+    _fields_ = [("hidden", ctypes.c_int), ("topk", ctypes.c_int),
+                ("num_experts", ctypes.c_int), ("channels", ctypes.c_int),
+                ("ring_tokens", ctypes.c_int)]
+
+
+class EpnHandle(ctypes.Structure):
+    """gin_epn_handle_t."""
+    _fields_ = [("num_tokens", ctypes.c_int), ("channels", ctypes.c_int),
+                ("capacity", ctypes.c_int), ("in_rank", ctypes.c_void_p),
+                ("send_head", ctypes.c_void_p),
+                ("chan_prefix", ctypes.c_void_p),
+                ("rank_prefix", ctypes.c_void_p),
+                ("recv_chan_prefix", ctypes.c_void_p),
+                ("recv_src_idx", ctypes.c_void_p)]
+
+
+class EpnDispatchArgs(ctypes.Structure):
+    """gin_epn_dispatch_args_t."""
+    _fields_ = [("x", ctypes.c_void_p), ("fp8", ctypes.c_int),
+                ("scales", ctypes.c_void_p),
+                ("scale_stride_t", ctypes.c_int64),
+                ("scale_stride_g", ctypes.c_int64),
+                ("topk_idx", ctypes.c_void_p),
+                ("topk_weights", ctypes.c_void_p), ("idx64", ctypes.c_int),
+                ("num_topk", ctypes.c_int), ("chunk", ctypes.c_int),
+                ("recv_x", ctypes.c_void_p), ("recv_scales", ctypes.c_void_p),
+                ("recv_topk_idx", ctypes.c_void_p),
+                ("recv_topk_weights", ctypes.c_void_p),
+                ("worst", ctypes.c_int)]
+
+
+class EpnCombineArgs(ctypes.Structure):
+    """gin_epn_combine_args_t."""
+    _fields_ = [("x", ctypes.c_void_p), ("topk_weights", ctypes.c_void_p),
+                ("num_topk", ctypes.c_int), ("bias", ctypes.c_void_p * 2),
+                ("chunk", ctypes.c_int), ("out", ctypes.c_void_p),
+                ("out_weights", ctypes.c_void_p)]
+
+
+gin_epn_size_hint = _sig("gin_epn_size_hint", ctypes.c_int,
+                         ctypes.POINTER(EpnConfig), ctypes.c_int,
+                         ctypes.POINTER(ctypes.c_size_t))
+gin_epn_create = _sig("gin_epn_create", ctypes.c_int, _vp,
+                      ctypes.POINTER(EpnConfig), ctypes.POINTER(_vp))
+gin_epn_destroy = _sig("gin_epn_destroy", ctypes.c_int, _vp)
+gin_epn_layout = _sig("gin_epn_layout", ctypes.c_int, _vp, _vp, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, _vp, _vp, _vp, _vp)
+gin_epn_notify = _sig("gin_epn_notify", ctypes.c_int, _vp, _vp, _vp,
+                      ctypes.c_int, ctypes.c_int, ctypes.POINTER(EpnHandle),
+                      _vp, _vp)
+gin_epn_dispatch = _sig("gin_epn_dispatch", ctypes.c_int, _vp,
+                        ctypes.POINTER(EpnDispatchArgs),
+                        ctypes.POINTER(EpnHandle), _vp)
+gin_epn_combine = _sig("gin_epn_combine", ctypes.c_int, _vp,
+                       ctypes.POINTER(EpnCombineArgs),
+                       ctypes.POINTER(EpnHandle), _vp)
+
 # ---------------------------------------------------------------- windows
 
 
@@ -240,7 +302,11 @@ def _check_structs():
                       (EpConfig, "gin_ep_config_t"),
                       (EpRecv, "gin_ep_recv_t"),
                       (EpDispatchOpts, "gin_ep_dispatch_opts_t"),
-                      (EpCombineOpts, "gin_ep_combine_opts_t")):
+                      (EpCombineOpts, "gin_ep_combine_opts_t"),
+                      (EpnConfig, "gin_epn_config_t"),
+                      (EpnHandle, "gin_epn_handle_t"),
+                      (EpnDispatchArgs, "gin_epn_dispatch_args_t"),
+                      (EpnCombineArgs, "gin_epn_combine_args_t")):
         n = size_of(name.encode())
         if n != ctypes.sizeof(cls):
             raise GinError(ERR_UNSUPPORTED, "unsupported",

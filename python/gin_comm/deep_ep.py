@@ -40,9 +40,20 @@ What differs, by design:
   it prepares.
 - The host target (CPU tensors, gin_comm.TARGET == "host") runs the same
   API, so it is tested without a GPU.
-DeepEP's normal (high-throughput) mode, LogFMT combine and the
-wait-cost statistics are not implemented: calling them raises
-NotImplementedError naming them.
+- Normal (high-throughput) mode: get_dispatch_layout, dispatch (with
+  and without a handle, num_worst_tokens, expert_alignment, FP8 input
+  with any scale strides) and combine (biases, summed top-k weights)
+  with DeepEP's signatures, returns and handle, on gin's normal-mode
+  buffer (gin_ep_normal.h, made at the first dispatch of each hidden
+  size and expert count, collective): Config's num_sms gives the
+  channels (num_sms / 2) and num_max_nvl_chunked_send_tokens the chunk;
+  the ring rows are the most (up to 256) that num_nvl_bytes holds. A
+  dispatch without a handle and without num_worst_tokens reads the row
+  count on the host, as DeepEP's does. The handle is DeepEP's 6-tuple
+  (only rank_prefix_matrix's column of this rank is filled, the one
+  DeepEP reads). The internode calls (several hosts) are not here.
+LogFMT combine and the wait-cost statistics are not implemented:
+calling them raises NotImplementedError naming them.
 """
 
 import torch
@@ -50,6 +61,7 @@ import torch
 from . import _lib
 from .comm import Comm
 from .ep import Ep
+from .epn import EpNormal
 
 __all__ = ["Buffer", "Config", "EventOverlap"]
 
@@ -59,14 +71,54 @@ _NAME = "gin_comm.deep_ep"
 def _unsupported(what):
     return NotImplementedError(
         f"{_NAME}: {what} is not supported (gin implements DeepEP's "
-        f"low-latency API)")
+        f"low-latency API and its intranode normal mode)")
 
 
 class Config:
-    """DeepEP's normal-mode tuning config: not supported."""
+    """DeepEP's normal-mode config: num_sms (channels = num_sms / 2), the
+    chunk (num_max_nvl_chunked_send_tokens) and ring rows
+    (num_max_nvl_chunked_recv_tokens; gin's rings are sized once, from
+    num_nvl_bytes, and the chunk is capped by them); the RDMA pair is
+    kept for DeepEP's checks only."""
 
-    def __init__(self, *args, **kwargs):
-        raise _unsupported("Config (normal-mode dispatch and combine)")
+    def __init__(self, num_sms=20, num_max_nvl_chunked_send_tokens=6,
+                 num_max_nvl_chunked_recv_tokens=256,
+                 num_max_rdma_chunked_send_tokens=6,
+                 num_max_rdma_chunked_recv_tokens=256):
+        nvl_s, nvl_r = (num_max_nvl_chunked_send_tokens,
+                        num_max_nvl_chunked_recv_tokens)
+        rdma_s, rdma_r = (num_max_rdma_chunked_send_tokens,
+                          num_max_rdma_chunked_recv_tokens)
+        if num_sms < 0 or nvl_s <= 0 or nvl_r <= 0 or nvl_s >= nvl_r:
+            raise ValueError(f"{_NAME}: Config: num_sms {num_sms} must be "
+                             f">= 0 and 0 < num_max_nvl_chunked_send_tokens "
+                             f"{nvl_s} < num_max_nvl_chunked_recv_tokens "
+                             f"{nvl_r}")
+        if rdma_s <= 0 or rdma_r <= 0:
+            raise ValueError(f"{_NAME}: Config: the RDMA chunk sizes "
+                             f"{rdma_s}, {rdma_r} must be positive")
+        rdma_r = (rdma_r + rdma_s - 1) // rdma_s * rdma_s
+        if rdma_s >= rdma_r or rdma_s > rdma_r // 2:
+            raise ValueError(f"{_NAME}: Config: num_max_rdma_chunked_send_"
+                             f"tokens {rdma_s} must be at most half of "
+                             f"num_max_rdma_chunked_recv_tokens {rdma_r}")
+        self.num_sms = num_sms
+        self.num_max_nvl_chunked_send_tokens = nvl_s
+        self.num_max_nvl_chunked_recv_tokens = nvl_r
+        self.num_max_rdma_chunked_send_tokens = rdma_s
+        self.num_max_rdma_chunked_recv_tokens = rdma_r
+
+    def get_nvl_buffer_size_hint(self, hidden_bytes, num_ranks):
+        """Bytes gin's normal-mode buffer takes per rank for this config
+        (top-8, 8 experts a rank)."""
+        return EpNormal.size_hint(max(hidden_bytes // 2, 1), 8,
+                                  8 * num_ranks, max(self.num_sms // 2, 1),
+                                  self.num_max_nvl_chunked_recv_tokens,
+                                  num_ranks)
+
+    def get_rdma_buffer_size_hint(self, hidden_bytes, num_ranks):
+        """gin's normal mode takes no RDMA buffer of its own: 0."""
+        return 0
 
 
 class EventOverlap:
@@ -130,6 +182,7 @@ class Buffer:
             f"cuda:{torch.cuda.current_device()}"
         self._eps = {}   # (M, hidden, topk, E) -> [Ep, Ep]
         self._turn = {}  # the same key -> which of the two is next
+        self._normal = {}  # (hidden, E) -> EpNormal
 
     # ------------------------------------------------------------ static
 
@@ -165,6 +218,9 @@ class Buffer:
         for pair in eps.values():
             for ep in pair:
                 ep.destroy()
+        normal, self._normal = self._normal, {}
+        for ep in normal.values():
+            ep.destroy()
         if self._comm is not None:
             c, self._comm = self._comm, None
             c.destroy()
@@ -301,14 +357,161 @@ class Buffer:
     def get_local_buffer_tensor(self, *args, **kwargs):
         raise _unsupported("get_local_buffer_tensor")
 
-    def get_dispatch_layout(self, *args, **kwargs):
-        raise _unsupported("get_dispatch_layout (normal mode)")
+    # ---------------------------------------------------------- normal
 
-    def dispatch(self, *args, **kwargs):
-        raise _unsupported("dispatch (normal mode)")
+    # Most channels a normal-mode buffer has (num_sms / 2 of a config).
+    _MAX_CHANNELS = 16
 
-    def combine(self, *args, **kwargs):
-        raise _unsupported("combine (normal mode)")
+    def _epn(self, hidden, E):
+        """The normal-mode buffer of this hidden size and expert count
+        (collective when first made): the most ring rows, up to 256, that
+        num_nvl_bytes holds (at least 8)."""
+        if self._comm is None:
+            raise _lib.error(_lib.ERR_STATE, f"{_NAME}: this Buffer was "
+                             "destroyed")
+        key = (hidden, E)
+        if key not in self._normal:
+            R, rows = self.group_size, 8
+            for s in (256, 128, 64, 32, 16):
+                if EpNormal.size_hint(hidden, 32, E, self._MAX_CHANNELS, s,
+                                      R) <= self.num_nvl_bytes:
+                    rows = s
+                    break
+            self._normal[key] = EpNormal(self._comm, hidden, 32, E,
+                                         self._MAX_CHANNELS, rows,
+                                         device=self._device)
+        return self._normal[key]
+
+    def _shape(self, config, ep):
+        """(channels, chunk) of a config on ep."""
+        ch = max(config.num_sms // 2, 1)
+        if ch > ep.channels:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: Config num_sms "
+                             f"{config.num_sms} asks for {ch} channels; "
+                             f"gin's normal mode has at most {ep.channels}")
+        return ch, min(config.num_max_nvl_chunked_send_tokens,
+                       ep.ring_tokens)
+
+    @staticmethod
+    def _wait(previous_event):
+        if previous_event is not None:
+            previous_event.current_stream_wait()
+
+    def get_dispatch_layout(self, topk_idx, num_experts, previous_event=None,
+                            async_finish=False,
+                            allocate_on_comm_stream=False):
+        """DeepEP's get_dispatch_layout: (num_tokens_per_rank [R] int32,
+        None, num_tokens_per_expert [E] int32, is_token_in_rank [T, R]
+        bool, event), on the current stream. Ids outside [0, E) count
+        nowhere here (the dispatch that carries them fails naming them)."""
+        self._wait(previous_event)
+        R, E = self.group_size, num_experts
+        if topk_idx.dim() != 2 or E % R:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: topk_idx must be "
+                             f"[num_tokens, num_topk] and num_experts {E} a "
+                             f"multiple of the {R} ranks")
+        L, T = E // R, topk_idx.size(0)
+        idx = topk_idx.long()
+        ok = (idx >= 0) & (idx < E)
+        e = torch.where(ok, idx, torch.full_like(idx, E))
+        per_expert = torch.zeros(E + 1, dtype=torch.int64,
+                                 device=idx.device)
+        per_expert.scatter_add_(0, e.reshape(-1), torch.ones_like(
+            e.reshape(-1)))
+        r = torch.where(ok, idx // L, torch.full_like(idx, R))
+        in_rank = torch.zeros((T, R + 1), dtype=torch.bool,
+                              device=idx.device)
+        in_rank.scatter_(1, r, True)
+        in_rank = in_rank[:, :R].contiguous()
+        per_rank = in_rank.sum(0, dtype=torch.int32)
+        event = EventOverlap(_record() if async_finish else None,
+                             (topk_idx,) if async_finish else None)
+        return per_rank, None, per_expert[:E].to(torch.int32), in_rank, event
+
+    def dispatch(self, x, handle=None, num_tokens_per_rank=None,
+                 num_tokens_per_rdma_rank=None, is_token_in_rank=None,
+                 num_tokens_per_expert=None, topk_idx=None,
+                 topk_weights=None, expert_alignment=1, num_worst_tokens=0,
+                 config=None, previous_event=None, async_finish=False,
+                 allocate_on_comm_stream=False):
+        """DeepEP's normal-mode dispatch: (recv_x or (recv_x, scales),
+        recv_topk_idx, recv_topk_weights, num_recv_tokens_per_expert_list,
+        handle, event); with a handle (cached) (recv_x, None, None, None,
+        None, event)."""
+        self._wait(previous_event)
+        x, scales = x if isinstance(x, tuple) else (x, None)
+        config = config or self.get_dispatch_config(self.group_size)
+        if handle is not None:
+            if topk_idx is not None or topk_weights is not None:
+                raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: a dispatch "
+                                 "with a handle takes no topk_idx or "
+                                 "topk_weights")
+            h = getattr(handle, "gin", None)
+            if h is None:
+                raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: the handle is "
+                                 "not one this Buffer's dispatch returned")
+            ch, chunk = self._shape(config, h.ep)
+            rx, rs, _, _ = h.ep.dispatch(x, h, scales=scales, chunk=chunk)
+            event = EventOverlap(_record() if async_finish else None,
+                                 (x, scales) if async_finish else None)
+            return (rx, rs) if scales is not None else rx, None, None, \
+                None, None, event
+        if is_token_in_rank is None or num_tokens_per_expert is None:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: a dispatch without "
+                             "a handle needs is_token_in_rank and "
+                             "num_tokens_per_expert (get_dispatch_layout's)")
+        if (topk_idx is None) != (topk_weights is None):
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: topk_idx and "
+                             "topk_weights go together")
+        if num_worst_tokens > 0 and topk_idx is None:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: num_worst_tokens "
+                             "needs topk_idx and topk_weights")
+        if x.dim() != 2:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: x must be "
+                             "[num_tokens, hidden]")
+        ep = self._epn(x.size(1), num_tokens_per_expert.numel())
+        ch, chunk = self._shape(config, ep)
+        h, counts = ep.notify(is_token_in_rank, num_tokens_per_expert, ch)
+        if num_worst_tokens > 0:
+            cap, per_expert = num_worst_tokens, []
+        else:
+            got = counts.cpu().tolist()  # the host's sync, as DeepEP's
+            a = max(int(expert_alignment), 1)
+            cap, per_expert = got[0], [(n + a - 1) // a * a for n in got[1:]]
+        rx, rs, ri, rw = ep.dispatch(x, h, cap, scales=scales,
+                                     topk_idx=topk_idx,
+                                     topk_weights=topk_weights, chunk=chunk,
+                                     worst=num_worst_tokens > 0)
+        R = self.group_size
+        rank_prefix = torch.zeros((R, R), dtype=torch.int32,
+                                  device=h.rank_prefix.device)
+        rank_prefix[:, self.rank] = h.rank_prefix
+        handle = _NormalHandle((rank_prefix, h.chan_prefix,
+                                h.recv_chan_prefix, h.recv_src_idx,
+                                is_token_in_rank, h.send_head), h)
+        event = EventOverlap(_record() if async_finish else None,
+                             (x, scales, topk_idx, topk_weights)
+                             if async_finish else None)
+        return (rx, rs) if scales is not None else rx, ri, rw, per_expert, \
+            handle, event
+
+    def combine(self, x, handle, topk_weights=None, bias=None, config=None,
+                previous_event=None, async_finish=False,
+                allocate_on_comm_stream=False):
+        """DeepEP's normal-mode combine: (combined_x [T, H] bf16,
+        combined_topk_weights [T, K] fp32 or None, event)."""
+        self._wait(previous_event)
+        h = getattr(handle, "gin", None)
+        if h is None:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: the handle is not "
+                             "one this Buffer's dispatch returned")
+        config = config or self.get_combine_config(self.group_size)
+        ch, chunk = self._shape(config, h.ep)
+        out, ow = h.ep.combine(x, h, topk_weights=topk_weights, bias=bias,
+                               chunk=chunk)
+        event = EventOverlap(_record() if async_finish else None,
+                             (x, topk_weights, out) if async_finish else None)
+        return out, ow, event
 
     def internode_dispatch(self, *args, **kwargs):
         raise _unsupported("internode_dispatch (normal mode)")
@@ -316,13 +519,42 @@ class Buffer:
     def internode_combine(self, *args, **kwargs):
         raise _unsupported("internode_combine (normal mode)")
 
+    # DeepEP's recommended configs by rank count (its intranode table):
+    # (num_max_nvl_chunked_send_tokens, _recv_tokens, rdma send, recv).
+    _DISPATCH = {2: (24, 256, 6, 128), 4: (6, 256, 6, 128),
+                 8: (6, 256, 6, 128)}
+    _COMBINE = {2: (10, 256, 6, 128), 4: (9, 256, 6, 128),
+                8: (4, 256, 6, 128)}
+
     @staticmethod
     def get_dispatch_config(num_ranks):
-        raise _unsupported("get_dispatch_config (normal mode)")
+        """DeepEP's recommended dispatch config for num_ranks (2, 4 or 8
+        ranks of one host), with Buffer.num_sms."""
+        return Buffer._config(Buffer._DISPATCH, num_ranks)
 
     @staticmethod
     def get_combine_config(num_ranks):
-        raise _unsupported("get_combine_config (normal mode)")
+        """DeepEP's recommended combine config (as get_dispatch_config)."""
+        return Buffer._config(Buffer._COMBINE, num_ranks)
+
+    @staticmethod
+    def _config(table, num_ranks):
+        if num_ranks not in table:
+            raise _unsupported(f"a recommended config for {num_ranks} ranks "
+                               f"(gin has DeepEP's for "
+                               f"{', '.join(map(str, table))}; pass a Config)")
+        return Config(Buffer.num_sms, *table[num_ranks])
+
+
+class _NormalHandle(tuple):
+    """DeepEP's intranode handle (rank_prefix_matrix, channel_prefix_matrix,
+    recv_channel_prefix_matrix, recv_src_idx, is_token_in_rank, send_head),
+    carrying gin's (NormalHandle) for the calls that reuse it."""
+
+    def __new__(cls, items, gin):
+        h = super().__new__(cls, items)
+        h.gin = gin
+        return h
 
 
 def _record():

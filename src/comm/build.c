@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "comm/build.h"
 #include "gin/gin_ep.h"
+#include "gin/gin_ep_normal.h"
 
 const char *gin_version(void) {
 #define GIN_STR2_(x) #x
@@ -35,12 +36,14 @@ size_t gin_struct_size_(const char *name) {
     const char *name;
     size_t size;
   } sizes[] = {
-      GIN_STRUCT_(gin_build_t_),         GIN_STRUCT_(gin_unique_id_t),
-      GIN_STRUCT_(gin_config_t),         GIN_STRUCT_(gin_devcomm_reqs_t),
-      GIN_STRUCT_(gin_setting_t),        GIN_STRUCT_(gin_window_t),
-      GIN_STRUCT_(gin_devcomm_t),        GIN_STRUCT_(gin_ep_config_t),
-      GIN_STRUCT_(gin_ep_recv_t),        GIN_STRUCT_(gin_ep_dispatch_opts_t),
-      GIN_STRUCT_(gin_ep_combine_opts_t)};
+      GIN_STRUCT_(gin_build_t_),          GIN_STRUCT_(gin_unique_id_t),
+      GIN_STRUCT_(gin_config_t),          GIN_STRUCT_(gin_devcomm_reqs_t),
+      GIN_STRUCT_(gin_setting_t),         GIN_STRUCT_(gin_window_t),
+      GIN_STRUCT_(gin_devcomm_t),         GIN_STRUCT_(gin_ep_config_t),
+      GIN_STRUCT_(gin_ep_recv_t),         GIN_STRUCT_(gin_ep_dispatch_opts_t),
+      GIN_STRUCT_(gin_ep_combine_opts_t), GIN_STRUCT_(gin_epn_config_t),
+      GIN_STRUCT_(gin_epn_handle_t),      GIN_STRUCT_(gin_epn_dispatch_args_t),
+      GIN_STRUCT_(gin_epn_combine_args_t)};
 #undef GIN_STRUCT_
   for (size_t i = 0; name && i < sizeof sizes / sizeof sizes[0]; i++)
     if (!strcmp(name, sizes[i].name)) return sizes[i].size;

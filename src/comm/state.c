@@ -453,6 +453,14 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                        "receive row %llu names token %lld or an expert "
                        "outside [-1, %llu); nothing more was received",
                        r, peer, exp, id, a0);
+    if (a1 == 11) /* format words: fp8 | top-k slots << 1 */
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: EP normal dispatch: rank %lld sent %s rows "
+                       "with %llu top-k slots, but this rank's dispatch takes "
+                       "%s rows with %llu (every rank's dispatch must pass "
+                       "the same fp8 and num_topk); nothing more was received",
+                       r, peer, (seen & 1) ? "fp8" : "bf16", seen >> 1,
+                       (exp & 1) ? "fp8" : "bf16", exp >> 1);
     if (a1 == 6) /* id: the token, a0: the buffer set */
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "rank %d: EP combine receive: token %lld (buffer set "

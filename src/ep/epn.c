@@ -320,29 +320,36 @@ gin_result_t gin_epn_dispatch(gin_epn_t ep, const gin_epn_dispatch_args_t *d,
   GIN_ARG_CHECK(d, "%s: args is NULL", fn);
   GIN_CHECK(handle_check(ep, h, fn));
   GIN_CHECK(chunk_check(ep, d->chunk, fn));
-  int T = h->num_tokens, fp8 = d->scales != NULL;
+  int T = h->num_tokens, fp8 = d->fp8;
+  GIN_ARG_CHECK(fp8 == 0 || fp8 == 1, "%s: fp8 is %d, not 0 or 1", fn, fp8);
+  GIN_ARG_CHECK(!fp8 || d->scales || T == 0, "%s: fp8 rows without scales", fn);
+  GIN_ARG_CHECK(fp8 || !d->scales, "%s: scales given for bf16 rows (fp8 0)",
+                fn);
   GIN_ARG_CHECK(d->x || T == 0, "%s: x is NULL", fn);
   GIN_ARG_CHECK(!fp8 || ep->g.H % GIN_EP_FP8_GROUP == 0,
                 "%s: fp8 rows need hidden %d to be a multiple of %d", fn,
                 ep->g.H, GIN_EP_FP8_GROUP);
   GIN_ARG_CHECK(d->recv_x || h->capacity == 0, "%s: recv_x is NULL", fn);
   GIN_ARG_CHECK(!fp8 || d->recv_scales || h->capacity == 0,
-                "%s: fp8 rows (scales given) need recv_scales", fn);
-  int K = 0;
-  if (d->topk_idx) {
-    K = d->num_topk;
-    GIN_ARG_CHECK(K >= 1 && K <= ep->g.K,
-                  "%s: num_topk %d outside [1, %d] (the buffer's topk)", fn, K,
-                  ep->g.K);
-    GIN_ARG_CHECK(d->topk_weights, "%s: topk_idx without topk_weights", fn);
+                "%s: fp8 rows need recv_scales", fn);
+  int K = d->num_topk;
+  GIN_ARG_CHECK(K >= 0 && K <= ep->g.K,
+                "%s: num_topk %d outside [0, %d] (the buffer's topk; 0: no "
+                "top-k travels)",
+                fn, K, ep->g.K);
+  if (K) {
+    GIN_ARG_CHECK((d->topk_idx && d->topk_weights) || T == 0,
+                  "%s: num_topk %d, but topk_idx or topk_weights is NULL", fn,
+                  K);
     GIN_ARG_CHECK((d->recv_topk_idx && d->recv_topk_weights) ||
                       h->capacity == 0,
-                  "%s: topk_idx given, but recv_topk_idx or "
-                  "recv_topk_weights is NULL",
-                  fn);
+                  "%s: num_topk %d, but recv_topk_idx or recv_topk_weights is "
+                  "NULL",
+                  fn, K);
   } else {
-    GIN_ARG_CHECK(!d->topk_weights && !d->recv_topk_idx,
-                  "%s: topk_weights or recv_topk_idx without topk_idx", fn);
+    GIN_ARG_CHECK(!d->topk_idx && !d->topk_weights && !d->recv_topk_idx &&
+                      !d->recv_topk_weights,
+                  "%s: top-k arrays given with num_topk 0", fn);
   }
   gin_epn_args_t a;
   args_make(ep, &a);
@@ -376,15 +383,17 @@ gin_result_t gin_epn_combine(gin_epn_t ep, const gin_epn_combine_args_t *c,
   GIN_CHECK(chunk_check(ep, c->chunk, fn));
   GIN_ARG_CHECK(c->x || h->capacity == 0, "%s: x is NULL", fn);
   GIN_ARG_CHECK(c->out || h->num_tokens == 0, "%s: out is NULL", fn);
-  int K = 0;
-  if (c->topk_weights) {
-    K = c->num_topk;
-    GIN_ARG_CHECK(K >= 1 && K <= ep->g.K,
-                  "%s: num_topk %d outside [1, %d] (the buffer's topk)", fn, K,
-                  ep->g.K);
-    GIN_ARG_CHECK(c->out_weights || h->num_tokens == 0,
-                  "%s: topk_weights given, but out_weights is NULL", fn);
-  }
+  int K = c->num_topk;
+  GIN_ARG_CHECK(K >= 0 && K <= ep->g.K,
+                "%s: num_topk %d outside [0, %d] (the buffer's topk; 0: no "
+                "weights travel)",
+                fn, K, ep->g.K);
+  GIN_ARG_CHECK(!K || ((c->topk_weights || h->capacity == 0) &&
+                       (c->out_weights || h->num_tokens == 0)),
+                "%s: num_topk %d, but topk_weights or out_weights is NULL", fn,
+                K);
+  GIN_ARG_CHECK(K || (!c->topk_weights && !c->out_weights),
+                "%s: topk_weights or out_weights given with num_topk 0", fn);
   gin_epn_args_t a;
   args_make(ep, &a);
   a.T = h->num_tokens;

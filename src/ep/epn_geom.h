@@ -8,10 +8,10 @@
  *   cstage [R dst][C][S] combine slots
  *   note   [2][R src] notes               (counts arriving here)
  *   nstage [2][R dst] notes               (counts staged for peers)
- * A dispatch slot: the token's index at its source (int32, 16 bytes with
- * padding), the payload (bf16 [H], or fp8 [H] then 4-byte scales
- * [H / 128]: never more than the bf16 row), the top-k ids (int32 [K],
- * global) and weights (fp32 [K]), padded to 16. A combine slot: the bf16
+ * A dispatch slot: the token's index at its source and the row's format
+ * (int32 each, 16 bytes with padding), the payload (bf16 [H], or fp8 [H] then
+ * 4-byte scales [H / 128]: never more than the bf16 row), the top-k ids (int32
+ * [K], global) and weights (fp32 [K]), padded to 16. A combine slot: the bf16
  * row [H] then the weights (fp32 [K]), padded to 16. A note (int32): the
  * sender's channel count, its token count, tokens to this rank per
  * channel [C], top-k slots naming each of this rank's experts [L].

@@ -31,8 +31,15 @@ enum {
   EPN_WHY_CHANNELS = 7, /* a peer's note: another channel count */
   EPN_WHY_ROOM = 8,     /* more rows come than the outputs hold */
   EPN_WHY_STUCK = 9,    /* no progress on a ring for the timeout */
-  EPN_WHY_ROW = 10      /* a ring row naming no token or no expert */
+  EPN_WHY_ROW = 10,     /* a ring row naming no token or no expert */
+  EPN_WHY_FORMAT = 11   /* a ring row of another format or top-k width */
 };
+
+/* A dispatch row's format word (in its slot's head): fp8 or bf16, and
+ * the top-k slots that travel; the receiver's must be the sender's. */
+GIN_DEVICE_FN int32_t epn_format(const gin_epn_args_t *a) {
+  return a->fp8 | a->K << 1;
+}
 
 GIN_DEVICE_FN int epn_lane(void) { return gin_coop_rank(EPN_WARP); }
 GIN_DEVICE_FN int epn_nl(void) { return gin_coop_size(EPN_WARP); }
@@ -275,7 +282,10 @@ GIN_DEVICE_FN void epn_fill_dispatch(const gin_epn_args_t *a, char *slot,
                                      int t) {
   const gin_epn_geom_t *g = &a->g;
   int lane = epn_lane(), nl = epn_nl(), H = g->H, G = H / GIN_EP_FP8_GROUP;
-  if (lane == 0) ((int32_t *)slot)[0] = t;
+  if (lane == 0) {
+    ((int32_t *)slot)[0] = t;
+    ((int32_t *)slot)[1] = epn_format(a);
+  }
   char *p = slot + GIN_EPN_SLOT_HEAD;
   if (a->fp8) {
     gin_copy_coop(p, (const char *)a->x + (size_t)t * (size_t)H, (size_t)H,
@@ -427,7 +437,14 @@ GIN_DEVICE_FN int epn_take_dispatch(const gin_epn_args_t *a, const char *slot,
   const gin_epn_geom_t *g = &a->g;
   int lane = epn_lane(), nl = epn_nl(), H = g->H, G = H / GIN_EP_FP8_GROUP;
   const char *p = slot + GIN_EPN_SLOT_HEAD;
-  int32_t t = ((const int32_t *)slot)[0];
+  int32_t t = ((const int32_t *)slot)[0], f = ((const int32_t *)slot)[1];
+  if (f != epn_format(a)) { /* before anything is read by its size */
+    if (lane == 0)
+      gin_record_error(&a->dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, src, 0,
+                       (uint64_t)(uint32_t)epn_format(a), (uint64_t)(uint32_t)f,
+                       0, EPN_WHY_FORMAT);
+    return GIN_ERR_INVALID;
+  }
   int bad = t < 0;
   const int32_t *ids = (const int32_t *)(p + (size_t)H * 2);
   const float *w = (const float *)(ids + a->K);

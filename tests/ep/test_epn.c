@@ -203,6 +203,7 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
   gin_epn_dispatch_args_t da;
   memset(&da, 0, sizeof da);
   da.x = c->fp8 ? (const void *)d_x8 : (const void *)d_x;
+  da.fp8 = c->fp8;
   da.scales = d_sc;
   da.scale_stride_t = 1;
   da.scale_stride_g = T;
@@ -222,6 +223,7 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
       da.topk_weights = NULL;
       da.recv_topk_idx = NULL;
       da.recv_topk_weights = NULL;
+      da.num_topk = 0;
       TCHECK(gin_mem_set(d_rx, 0, (size_t)cap * H * xb));
     }
     sync_ok(w, gin_epn_dispatch(w->ep, &da, &h, NULL),
@@ -404,6 +406,7 @@ int main(int argc, char **argv) {
       {"fp8_idx64_cached", 1, 1, w.C, 1, 1, 0, 1, 0},
       {"bf16_worst_onechannel", 0, 0, 1, S, 0, 1, 0, 1},
       {"fp8_worst_cached_bias", 1, 0, w.C - 1, 2, 1, 1, 1, 0},
+      {"fp8_rank1_empty", 1, 1, w.C, 3, 0, 0, 0, 1},
   };
   for (int it = 0; it < iters; it++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

@@ -240,8 +240,7 @@ def main():
     for call, words in [
             (lambda: buf.low_latency_combine(recv_x, idx, w, handle,
                                              use_logfmt=True), "use_logfmt"),
-            (lambda: buf.dispatch(x), "dispatch (normal mode)"),
-            (lambda: deep_ep.Config(20, 6, 256), "Config"),
+            (lambda: buf.internode_dispatch(x), "internode_dispatch"),
             (lambda: buf.low_latency_dispatch(
                 x, idx, M, E, dispatch_wait_recv_cost_stats=torch.zeros(
                     (n, n), dtype=torch.int64)),

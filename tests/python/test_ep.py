@@ -2,7 +2,7 @@
 its outputs against ep_ref.py computed in one process: the array-level
 Ep on NumPy arrays and on torch CPU tensors (ranks_ep.py), DeepEP's
 low-latency API through gin_comm.deep_ep on a gloo group
-(ranks_deep_ep.py), the same captured in CUDA graphs (ranks_graph.py,
+(ranks_deep_ep.py), its normal mode (ranks_deep_ep_normal.py), the same captured in CUDA graphs (ranks_graph.py,
 cuda target), and a rank killed mid-run (ranks_kill.py). The torch
 tests skip where torch is not installed, unless GIN_REQUIRE_TORCH=1 (CI
 sets it)."""
@@ -36,6 +36,13 @@ def test_deep_ep(n):
     need_numpy()
     need_torch()
     all_ok(launch(n, "ranks_deep_ep.py", free_port()), n)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_deep_ep_normal(n):
+    """DeepEP's normal mode (ranks_deep_ep_normal.py)."""
+    need_torch()
+    all_ok(launch(n, "ranks_deep_ep_normal.py", free_port()), n)
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
