@@ -11,8 +11,12 @@
  *   ginrun -n N test_epn [-t TOKENS] [-H HIDDEN] [-k TOPK] [-e EXPERTS]
  *                        [-c CHANNELS] [-s RING_ROWS] [-i ITERATIONS]
  * (defaults 96, 256, 4, 4 x N, 3, 8, 2). Ranks have uneven token counts
- * (rank 1 none in some cases). Exit 0 pass, 1 fail, 77 skip.
+ * (rank 1 none in some cases). With --bad-input: an expert id out of
+ * range and a rank sending fp8 rows to ranks that take bf16, each named.
+ * Exit 0 pass, 1 fail, 77 skip.
  */
+#include <unistd.h>
+
 #include "ep/ep_ref.h"
 #include "gin/ep_format.h"
 #include "gin/gin_ep.h"
@@ -376,6 +380,120 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
   free(in);
 }
 
+/* The async error of comm, asked again every 10 ms for up to 10 s (a
+ * rank may learn of a failure only from the abort, after its call). */
+static gin_result_t async_error(gin_comm_t comm) {
+  gin_result_t rc = gin_comm_get_async_error(comm);
+  for (int i = 0; i < 1000 && rc == GIN_SUCCESS; i++) {
+    usleep(10000);
+    rc = gin_comm_get_async_error(comm);
+  }
+  return rc;
+}
+
+/* Bad input, each on a fresh communicator (it is aborted): an expert id
+ * out of range in rank 1's layout (rank 1 names it), then rank 1's
+ * dispatch sending fp8 rows where every other rank's takes bf16 (a
+ * receiver names the rank whose rows differ; every rank's call ends, none
+ * hangs). */
+static int bad_input(world_t *w) {
+  int fails = 0, R = w->R, H = w->H, K = w->K, T = 16;
+  for (int which = 0; which < 2; which++) {
+    gin_comm_t sub = test_comm_fresh(w->comm, w->me, R);
+    gin_epn_config_t cfg = {H, K, w->E, 2, 4};
+    gin_epn_t ep;
+    TCHECK(gin_epn_create(sub, &cfg, &ep));
+    int32_t *hidx = (int32_t *)calloc((size_t)T * K, 4);
+    TASSERT(hidx, "out of memory");
+    for (int i = 0; i < T * K; i++)
+      hidx[i] = (i * 7 + i / K) % w->E;
+    for (int t = 0; t < T; t++) /* distinct experts a token */
+      for (int k = 0; k < K; k++)
+        hidx[t * K + k] = (t + k * (w->E / K)) % w->E;
+    if (which == 0 && w->me == 1) hidx[5 * K + 2] = w->E;
+    int32_t *d_idx = (int32_t *)dev((size_t)T * K * 4);
+    TCHECK(gin_mem_copy(d_idx, hidx, (size_t)T * K * 4));
+    int32_t *d_pr = (int32_t *)dev((size_t)R * 4);
+    int32_t *d_pe = (int32_t *)dev((size_t)w->E * 4);
+    uint8_t *d_in = (uint8_t *)dev((size_t)T * R);
+    gin_result_t rc =
+        gin_epn_layout(ep, d_idx, 0, T, K, d_pr, d_pe, d_in, NULL);
+    if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+    const char *words = "not an expert";
+    if (which == 1) {
+      gin_epn_handle_t h;
+      memset(&h, 0, sizeof h);
+      h.send_head = (int32_t *)dev((size_t)T * R * 4);
+      h.chan_prefix = (int32_t *)dev((size_t)R * 2 * 4);
+      h.rank_prefix = (int32_t *)dev((size_t)R * 4);
+      h.recv_chan_prefix = (int32_t *)dev((size_t)R * 2 * 4);
+      int32_t *d_rc = (int32_t *)dev((size_t)(1 + w->L) * 4), n = 0;
+      TCHECK(gin_epn_notify(ep, d_in, d_pe, T, 2, &h, d_rc, NULL));
+      TCHECK(gin_stream_synchronize(0));
+      TCHECK(gin_mem_copy(&n, d_rc, 4));
+      h.capacity = n;
+      h.recv_src_idx = (int32_t *)dev((size_t)n * 4);
+      void *d_x = dev((size_t)T * H * 2), *d_rx = dev((size_t)n * H * 2);
+      float *d_sc = (float *)dev((size_t)T * (H / 128) * 4);
+      float *d_rs = (float *)dev((size_t)n * (H / 128) * 4);
+      TCHECK(gin_mem_set(d_x, 0, (size_t)T * H * 2));
+      gin_epn_dispatch_args_t da;
+      memset(&da, 0, sizeof da);
+      da.x = d_x;
+      da.fp8 = w->me == 1;
+      da.scales = da.fp8 ? d_sc : NULL;
+      da.scale_stride_t = H / 128;
+      da.scale_stride_g = 1;
+      da.chunk = 2;
+      da.recv_x = d_rx;
+      da.recv_scales = da.fp8 ? d_rs : NULL;
+      rc = gin_epn_dispatch(ep, &da, &h, NULL);
+      if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+      words = "must pass the same fp8 and num_topk";
+      void *ptrs[] = {h.send_head,   h.chan_prefix,
+                      h.rank_prefix, h.recv_chan_prefix,
+                      d_rc,          h.recv_src_idx,
+                      d_x,           d_rx,
+                      d_sc,          d_rs};
+      for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        gin_mem_free(ptrs[i]);
+    }
+    gin_result_t async =
+        which == 0 && w->me != 1 ? GIN_SUCCESS : async_error(sub);
+    const char *msg = gin_last_error();
+    int named = async == GIN_ERR_INVALID && strstr(msg, words) != NULL;
+    /* The layout is local: rank 1 alone names its id. In the dispatch a
+     * receiver names the rank whose rows differ; others may see only the
+     * abort. */
+    int ok = which == 0 ? (w->me != 1 || named)
+                        : (named || async == GIN_ERR_ABORTED);
+    if (!ok || rc != GIN_SUCCESS) {
+      printf("rank %d: bad input %d: call %s, async %s '%s' (wanted %s)\n",
+             w->me, which, gin_strerror(rc), gin_strerror(async), msg, words);
+      fails++;
+    }
+    int *all = (int *)calloc((size_t)R, sizeof(int)), any = 0;
+    TASSERT(all, "out of memory");
+    TCHECK(gin_comm_allgather(w->comm, &named, all, sizeof(int)));
+    for (int r = 0; r < R; r++)
+      any |= all[r];
+    free(all);
+    if (!any) {
+      printf("rank %d: bad input %d: no rank named '%s'\n", w->me, which,
+             words);
+      fails++;
+    }
+    free(hidx);
+    gin_mem_free(d_idx);
+    gin_mem_free(d_pr);
+    gin_mem_free(d_pe);
+    gin_mem_free(d_in);
+    gin_epn_destroy(ep); /* frees locally on an aborted communicator */
+    gin_comm_destroy(sub);
+  }
+  return fails;
+}
+
 int main(int argc, char **argv) {
   world_t w;
   memset(&w, 0, sizeof w);
@@ -394,6 +512,14 @@ int main(int argc, char **argv) {
           "128), -t %d (>= 10), -c %d (>= 2), -s %d (>= 2)",
           w.E, w.R, w.K, w.H, w.T, w.C, w.S);
   w.L = w.E / w.R;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--bad-input")) {
+      int fails = bad_input(&w);
+      TCHECK(gin_comm_destroy(w.comm));
+      if (w.me == 0)
+        printf("test_epn --bad-input: %s\n", fails ? "FAILED" : "passed");
+      return fails ? 1 : 0;
+    }
   gin_epn_config_t cfg = {w.H, w.K, w.E, w.C, w.S};
   TCHECK(gin_epn_create(w.comm, &cfg, &w.ep));
   if (w.me == 0)
