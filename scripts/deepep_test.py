@@ -1,6 +1,6 @@
-"""Runs one of DeepEP's own test scripts (tests/test_low_latency.py of a
-DeepEP checkout, v1.2.1) against gin_comm.deep_ep, with every rank on
-one GPU:
+"""Runs one of DeepEP's own test scripts (tests/test_low_latency.py or
+tests/test_intranode.py of a DeepEP checkout, v1.2.1) against
+gin_comm.deep_ep, with every rank on one GPU:
 
     python3 scripts/deepep_test.py DEEPEP_DIR/tests/test_low_latency.py \
         --num-processes 4 --num-experts 32 [the script's own options]
@@ -13,7 +13,8 @@ says to adapt and what one GPU forces:
   (NCCL refuses two ranks on one GPU), and keeps the rest of what
   DeepEP's does (default dtype bf16, default device cuda);
 - gloo has no all_gather_into_tensor and no collectives of CUDA tensors
-  for some calls: those of CUDA tensors go through host copies.
+  for some calls: all_gather_into_tensor, all_gather and all_reduce of
+  CUDA tensors go through host copies.
 --pressure SEEDS,REPS runs DeepEP's pressure loop bounded: test_main for
 seeds 0..SEEDS-1, each REPS more times with the same hash (DeepEP's
 loop is unbounded). The ranks share the GPU: start an MPS daemon first
@@ -50,8 +51,18 @@ def _bridge(dist):
         tensor.copy_(host)
         return _Done() if async_op else None
 
+    def all_gather(outputs, input, group=None, async_op=False):
+        if not input.is_cuda:
+            return gather(outputs, input, group=group, async_op=async_op)
+        parts = [torch.empty_like(input, device="cpu") for _ in outputs]
+        gather(parts, input.contiguous().cpu(), group=group)
+        for o, p in zip(outputs, parts):
+            o.copy_(p)
+        return _Done() if async_op else None
+
     dist.all_gather_into_tensor = all_gather_into_tensor
     dist.all_reduce = all_reduce
+    dist.all_gather = all_gather
 
 
 class _Done:
