@@ -319,6 +319,38 @@ GIN_DEVICE_FN void epn_fill_combine(const gin_epn_args_t *a, char *slot,
     w[k] = a->weights[(size_t)i * (size_t)a->K + (size_t)k];
 }
 
+/* After a warp's batch of k rows on its ring with `peer` (a sender's
+ * rows written, or a receiver's rows read): what it owes the peer (tail
+ * rows not yet signalled, or credits not yet returned) goes out as signal
+ * `sig` there once a chunk is due, the call's n rows of the ring are
+ * done, or the batch stopped short (no room, or no rows come yet), so the
+ * peer never waits for what this side holds back; then the ring's counts
+ * move on (its position in the scratch once done). Returns the signal's
+ * result. */
+GIN_DEVICE_FN int epn_ring_advance(const gin_epn_args_t *a, int peer, int sig,
+                                   int k, int stopped, int n, int *done,
+                                   int *owed, uint64_t *posp, uint64_t pos,
+                                   int *left) {
+  const gin_devcomm_t *dc = &a->dc;
+  int d = done[peer] + k, pend = owed[peer] + k, rc = GIN_SUCCESS;
+  /* Every lane's reads of the slots (a receiver's) before the credit
+   * frees them, and of done and owed before lane 0 writes them. */
+  gin_coop_sync(EPN_WARP);
+  if (pend > 0 && (pend >= a->chunk || d == n || stopped)) {
+    rc = gin_signal(dc, peer % dc->nctx, gin_team_world(dc), peer,
+                    gin_remote_signal_add(sig, (uint64_t)pend), EPN_WARP);
+    pend = 0;
+  }
+  if (epn_lane() == 0) {
+    done[peer] = d;
+    owed[peer] = pend;
+    if (d == n) gin_store_relaxed_u64(posp, pos + (uint64_t)k);
+  }
+  gin_coop_sync(EPN_WARP);
+  if (d == n) (*left)--;
+  return rc;
+}
+
 /* The sending half of dispatch (comb 0) or combine (comb 1), channel c:
  * warp w serves ranks w, w + warps, ... in turn, each as far as its
  * credits reach. Dispatch sends each token of the channel that goes to
@@ -327,7 +359,6 @@ GIN_DEVICE_FN void epn_fill_combine(const gin_epn_args_t *a, char *slot,
 GIN_DEVICE_FN int epn_send(const gin_epn_args_t *a, int c, int comb) {
   const gin_epn_geom_t *g = &a->g;
   const gin_devcomm_t *dc = &a->dc;
-  gin_team_t world = gin_team_world(dc);
   GIN_BLOCK_ARRAY(int, cursor, GIN_EPN_MAX_RANKS); /* next token or row */
   GIN_BLOCK_ARRAY(int, sent, GIN_EPN_MAX_RANKS);
   GIN_BLOCK_ARRAY(int, unsig, GIN_EPN_MAX_RANKS);
@@ -397,28 +428,13 @@ GIN_DEVICE_FN int epn_send(const gin_epn_args_t *a, int c, int comb) {
         gin_coop_sync(EPN_WARP);
       }
       if (rc) break;
-      done += k;
-      int pend = unsig[r] + k;
-      if (pend > 0 && (pend >= a->chunk || done == n || k == room)) {
-        /* The tail signal, ordered after this warp's slots (stored, or
-         * put on the same context). */
-        rc = gin_signal(
-            dc, r % dc->nctx, world, r,
-            gin_remote_signal_add(gin_epn_sig(g, x.kind - 1, g->me, c),
-                                  (uint64_t)pend),
-            EPN_WARP);
-        pend = 0;
-      }
-      if (lane == 0) {
-        sent[r] = done;
-        unsig[r] = pend;
-      }
-      gin_coop_sync(EPN_WARP);
-      if (k > 0) progressed = 1;
-      if (done == n) {
-        left--;
-        if (lane == 0) gin_store_relaxed_u64(posp, pos + (uint64_t)k);
-      } else if (k == 0) {
+      /* The tail signal is ordered after this warp's slots (stored, or
+       * put on the same context). */
+      rc = epn_ring_advance(a, r, gin_epn_sig(g, x.kind - 1, g->me, c), k,
+                            k == room, n, sent, unsig, posp, pos, &left);
+      if (k > 0) {
+        progressed = 1;
+      } else if (done != n) {
         stuck = r;
         want = pos - (uint64_t)g->S + 1;
         seen = cred;
@@ -485,7 +501,6 @@ GIN_DEVICE_FN int epn_take_dispatch(const gin_epn_args_t *a, const char *slot,
 GIN_DEVICE_FN int epn_dispatch_recv(const gin_epn_args_t *a, int c) {
   const gin_epn_geom_t *g = &a->g;
   const gin_devcomm_t *dc = &a->dc;
-  gin_team_t world = gin_team_world(dc);
   GIN_BLOCK_ARRAY(int, got, GIN_EPN_MAX_RANKS);
   GIN_BLOCK_ARRAY(int, uncred, GIN_EPN_MAX_RANKS);
   int lane = epn_lane(), R = g->R, left = 0;
@@ -513,28 +528,11 @@ GIN_DEVICE_FN int epn_dispatch_recv(const gin_epn_args_t *a, int c) {
                                                       s, c, pos + (uint64_t)k),
                                row0 + done + k, s);
       if (rc) break;
-      done += k;
-      int pend = uncred[s] + k;
-      /* Every lane's reads of the slots before the credit frees them. */
-      gin_coop_sync(EPN_WARP);
-      if (pend > 0 && (pend >= a->chunk || done == n || k == avail)) {
-        rc =
-            gin_signal(dc, s % dc->nctx, world, s,
-                       gin_remote_signal_add(
-                           gin_epn_sig(g, EPN_DCRED, g->me, c), (uint64_t)pend),
-                       EPN_WARP);
-        pend = 0;
-      }
-      if (lane == 0) {
-        got[s] = done;
-        uncred[s] = pend;
-      }
-      gin_coop_sync(EPN_WARP);
-      if (k > 0) progressed = 1;
-      if (done == n) {
-        left--;
-        if (lane == 0) gin_store_relaxed_u64(posp, pos + (uint64_t)k);
-      } else if (k == 0) {
+      rc = epn_ring_advance(a, s, gin_epn_sig(g, EPN_DCRED, g->me, c), k,
+                            k == avail, n, got, uncred, posp, pos, &left);
+      if (k > 0) {
+        progressed = 1;
+      } else if (done != n) {
         stuck = s;
         want = pos + 1;
         seen = tail;

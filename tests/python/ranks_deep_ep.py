@@ -11,7 +11,6 @@ values and scales in DeepEP's layouts; combine within the fp8
 tolerance); what gin does not implement must raise naming it.
 argv: PORT (the gloo rendezvous). Prints "rank R/N: OK"."""
 
-import os
 import sys
 
 import numpy as np
@@ -20,7 +19,7 @@ import torch.distributed as dist
 
 import ep_ref
 import gin_comm
-from report import report
+from report import gloo_group, report
 from gin_comm import deep_ep
 
 M, H, K, PER_RANK = 16, 512, 4, 3
@@ -153,11 +152,7 @@ def check_combine(out, ins, me, fp8, rs, what, fails, negated=False):
 
 
 def main():
-    port = int(sys.argv[1])
-    n, me = int(os.environ["GIN_NRANKS"]), int(os.environ["GIN_RANK"])
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                            rank=me, world_size=n)
-    group = dist.new_group(list(range(n)))
+    n, me, group = gloo_group()
     E = PER_RANK * n
     fails = []
     hint = deep_ep.Buffer.get_low_latency_rdma_size_hint(M, H, n, E)

@@ -10,14 +10,13 @@ exactly (row order, values, scales, local top-k ids and weights, counts,
 the handle's rank_prefix_matrix column), combine within bf16 rounding.
 argv: PORT (the gloo rendezvous). Prints "rank R/N: OK"."""
 
-import os
 import sys
 
 import torch
 import torch.distributed as dist
 
 import gin_comm
-from report import report
+from report import gloo_group, report
 from gin_comm import deep_ep
 
 T0, H, K, PER_RANK = 40, 256, 4, 3
@@ -178,11 +177,7 @@ def run(buf, me, R, seed, fp8, with_topk, worst, cached, fails):
 
 
 def main():
-    port = int(sys.argv[1])
-    n, me = int(os.environ["GIN_NRANKS"]), int(os.environ["GIN_RANK"])
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                            rank=me, world_size=n)
-    group = dist.new_group(list(range(n)))
+    n, me, group = gloo_group()
     fails = []
     buf = deep_ep.Buffer(group, int(1e8), 0, low_latency_mode=False,
                          num_qps_per_rank=1, explicitly_destroy=True)

@@ -11,7 +11,6 @@ buffer set: safe for a dispatch and its combine, whose receive every
 rank finishes before its next dispatch goes out.) argv: PORT (the gloo
 rendezvous). Prints "rank R/N: OK"."""
 
-import os
 import sys
 
 import torch
@@ -20,7 +19,7 @@ import torch.distributed as dist
 import gin_comm
 from gin_comm import deep_ep
 from ranks_deep_ep import H, M, PER_RANK, inputs
-from report import report
+from report import gloo_group, report
 
 REPLAYS = 3
 
@@ -91,11 +90,7 @@ def check(buf, x, idx, w, E, fp8, fails):
 
 
 def main():
-    port = int(sys.argv[1])
-    n, me = int(os.environ["GIN_NRANKS"]), int(os.environ["GIN_RANK"])
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                            rank=me, world_size=n)
-    group = dist.new_group(list(range(n)))
+    n, me, group = gloo_group()
     E = PER_RANK * n
     fails = []
     buf = deep_ep.Buffer(group, low_latency_mode=True,
