@@ -105,8 +105,9 @@ typedef struct gin_epn_handle {
 } gin_epn_handle_t;
 
 /* The counts of a dispatch, exchanged with every rank (collective), on
- * the stream: from in_rank [T][R] and per_expert [E] (gin_epn_layout's),
- * with `channels` channels (every rank the same, 1..the configuration's).
+ * the stream: from in_rank [T][R] (T <= 2^22) and per_expert [E]
+ * (gin_epn_layout's), with `channels` channels (every rank the same,
+ * 1..the configuration's).
  * Fills the handle's send_head, chan_prefix, rank_prefix and
  * recv_chan_prefix (allocated by the caller), sets its num_tokens and
  * channels, and writes recv_counts [1 + L] (device): the rows this rank

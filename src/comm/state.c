@@ -453,6 +453,12 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                        "receive row %llu names token %lld or an expert "
                        "outside [-1, %llu); nothing more was received",
                        r, peer, exp, id, a0);
+    if (a1 == 12)
+      return GIN_ERROR(GIN_ERR_REMOTE,
+                       "rank %d: EP normal dispatch: rank %lld's counts (for "
+                       "%lld tokens) name more rows than it has, or fewer "
+                       "than none; nothing was received",
+                       r, peer, id);
     if (a1 == 11) /* format words: fp8 | top-k slots << 1 */
       return GIN_ERROR(GIN_ERR_INVALID,
                        "rank %d: EP normal dispatch: rank %lld sent %s rows "

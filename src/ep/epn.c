@@ -262,8 +262,8 @@ gin_result_t gin_epn_notify(gin_epn_t ep, const uint8_t *in_rank,
                             int32_t *recv_counts, void *stream) {
   GIN_ARG_CHECK(ep, "gin_epn_notify: ep is NULL");
   GIN_ARG_CHECK(h, "gin_epn_notify: h is NULL");
-  GIN_ARG_CHECK(num_tokens >= 0, "gin_epn_notify: num_tokens %d < 0",
-                num_tokens);
+  GIN_ARG_CHECK(num_tokens >= 0 && num_tokens <= GIN_EPN_MAX_TOKENS,
+                "gin_epn_notify: num_tokens %d outside [0, 2^22]", num_tokens);
   GIN_CHECK(channels_check(ep, channels, "gin_epn_notify"));
   GIN_ARG_CHECK(per_expert && recv_counts && (in_rank || num_tokens == 0),
                 "gin_epn_notify: in_rank, per_expert or recv_counts is NULL");

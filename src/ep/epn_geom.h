@@ -31,6 +31,9 @@
 #define GIN_EPN_MAX_CHANNELS 64
 #define GIN_EPN_MAX_RANKS 256
 #define GIN_EPN_SLOT_HEAD 16
+/* Tokens a rank sends in one call at most (so that every count and
+ * received-row total fits an int32 at GIN_EPN_MAX_RANKS ranks). */
+#define GIN_EPN_MAX_TOKENS (1 << 22)
 
 typedef struct gin_epn_geom {
   int R, L, E, H, K, C, S, me;

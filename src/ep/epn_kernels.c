@@ -22,6 +22,15 @@
 #include "ep/epn_kernels.h"
 #include "gin/ep_format.h"
 
+/* Tests only: a copy of these kernels built with EPN_TEST_LIAR = 1
+ * (tests/ep: epn_*_liar_3) makes world rank 1 lie in its notes to every
+ * other rank (a channel count past its tokens), as a corrupt or hostile
+ * process could; the receivers' checks are then driven end to end. The
+ * library is never built with it. */
+#ifndef EPN_TEST_LIAR
+#define EPN_TEST_LIAR 0
+#endif
+
 #define EPN_THREADS 256
 #define EPN_WARP GIN_COOP_WARP
 
@@ -32,7 +41,8 @@ enum {
   EPN_WHY_ROOM = 8,     /* more rows come than the outputs hold */
   EPN_WHY_STUCK = 9,    /* no progress on a ring for the timeout */
   EPN_WHY_ROW = 10,     /* a ring row naming no token or no expert */
-  EPN_WHY_FORMAT = 11   /* a ring row of another format or top-k width */
+  EPN_WHY_FORMAT = 11,  /* a ring row of another format or top-k width */
+  EPN_WHY_NOTE = 12     /* a note's counts outside its sender's tokens */
 };
 
 /* A dispatch row's format word (in its slot's head): fp8 or bf16, and
@@ -165,6 +175,7 @@ GIN_KERNEL(k_epn_notify, gin_epn_args_t) {
       note[2 + c] = cp[c];
       if (c) cp[c] += cp[c - 1];
     }
+    if (EPN_TEST_LIAR == 1 && g->me == 1 && r != 1) note[2] = args.T + 1;
     for (int l = 0; l < L; l++)
       note[2 + g->C + l] = args.per_expert[(size_t)r * (size_t)L + (size_t)l];
     rc = gin_put(dc, r % dc->nctx, world, r, args.win,
@@ -185,10 +196,20 @@ GIN_KERNEL(k_epn_notify, gin_epn_args_t) {
                             EPN_WHY_CHANNELS);
       break;
     }
-    int32_t at = 0;
-    for (int c = 0; c < C; c++) {
+    /* Counts no correct peer sends: outside its tokens (or its token
+     * count outside gin_epn_notify's bound), refused before any is used. */
+    int32_t at = 0, Ts = note[1], bad = Ts < 0 || Ts > GIN_EPN_MAX_TOKENS;
+    for (int c = 0; c < C && !bad; c++) {
+      bad = note[2 + c] < 0 || note[2 + c] > Ts - at;
       h->recv_chan_prefix[(size_t)s * (size_t)C + (size_t)c] = at;
-      at += note[2 + c];
+      at += bad ? 0 : note[2 + c];
+    }
+    for (int l = 0; l < L && !bad; l++)
+      bad = note[2 + g->C + l] < 0 || note[2 + g->C + l] > Ts * 32;
+    if (bad) {
+      rc = gin_record_error(dc, GIN_ERR_REMOTE, GIN_DEVERR_EP_ROUTING, s, Ts, 0,
+                            0, 0, EPN_WHY_NOTE);
+      break;
     }
     h->rank_prefix[s] = at;
   }

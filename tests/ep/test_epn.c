@@ -12,7 +12,9 @@
  *                        [-c CHANNELS] [-s RING_ROWS] [-i ITERATIONS]
  * (defaults 96, 256, 4, 4 x N, 3, 8, 2). Ranks have uneven token counts
  * (rank 1 none in some cases). With --bad-input: an expert id out of
- * range and a rank sending fp8 rows to ranks that take bf16, each named.
+ * range and a rank sending fp8 rows to ranks that take bf16, each named;
+ * with --liar (kernels built with EPN_TEST_LIAR) rank 1's counts, which
+ * name more rows than it has, refused by every other rank.
  * Exit 0 pass, 1 fail, 77 skip.
  */
 #include <unistd.h>
@@ -396,9 +398,9 @@ static gin_result_t async_error(gin_comm_t comm) {
  * dispatch sending fp8 rows where every other rank's takes bf16 (a
  * receiver names the rank whose rows differ; every rank's call ends, none
  * hangs). */
-static int bad_input(world_t *w) {
+static int bad_input(world_t *w, int liar) {
   int fails = 0, R = w->R, H = w->H, K = w->K, T = 16;
-  for (int which = 0; which < 2; which++) {
+  for (int which = liar ? 1 : 0; which < 2; which++) {
     gin_comm_t sub = test_comm_fresh(w->comm, w->me, R);
     gin_epn_config_t cfg = {H, K, w->E, 2, 4};
     gin_epn_t ep;
@@ -440,7 +442,7 @@ static int bad_input(world_t *w) {
       gin_epn_dispatch_args_t da;
       memset(&da, 0, sizeof da);
       da.x = d_x;
-      da.fp8 = w->me == 1;
+      da.fp8 = !liar && w->me == 1;
       da.scales = da.fp8 ? d_sc : NULL;
       da.scale_stride_t = H / 128;
       da.scale_stride_g = 1;
@@ -449,7 +451,7 @@ static int bad_input(world_t *w) {
       da.recv_scales = da.fp8 ? d_rs : NULL;
       rc = gin_epn_dispatch(ep, &da, &h, NULL);
       if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
-      words = "must pass the same fp8 and num_topk";
+      words = liar ? "rank 1's counts" : "must pass the same fp8 and num_topk";
       void *ptrs[] = {h.send_head,   h.chan_prefix,
                       h.rank_prefix, h.recv_chan_prefix,
                       d_rc,          h.recv_src_idx,
@@ -461,12 +463,17 @@ static int bad_input(world_t *w) {
     gin_result_t async =
         which == 0 && w->me != 1 ? GIN_SUCCESS : async_error(sub);
     const char *msg = gin_last_error();
-    int named = async == GIN_ERR_INVALID && strstr(msg, words) != NULL;
+    int named = (async == GIN_ERR_INVALID || async == GIN_ERR_REMOTE) &&
+                strstr(msg, words) != NULL;
     /* The layout is local: rank 1 alone names its id. In the dispatch a
      * receiver names the rank whose rows differ; others may see only the
      * abort. */
     int ok = which == 0 ? (w->me != 1 || named)
+             : liar     ? (w->me == 1 ? async == GIN_ERR_ABORTED
+                                      : named || async == GIN_ERR_ABORTED)
                         : (named || async == GIN_ERR_ABORTED);
+    if (liar && named) /* the lie is refused, not an invalid call */
+      named = async == GIN_ERR_REMOTE || async == GIN_ERR_INVALID;
     if (!ok || rc != GIN_SUCCESS) {
       printf("rank %d: bad input %d: call %s, async %s '%s' (wanted %s)\n",
              w->me, which, gin_strerror(rc), gin_strerror(async), msg, words);
@@ -513,8 +520,8 @@ int main(int argc, char **argv) {
           w.E, w.R, w.K, w.H, w.T, w.C, w.S);
   w.L = w.E / w.R;
   for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--bad-input")) {
-      int fails = bad_input(&w);
+    if (!strcmp(argv[i], "--bad-input") || !strcmp(argv[i], "--liar")) {
+      int fails = bad_input(&w, !strcmp(argv[i], "--liar"));
       TCHECK(gin_comm_destroy(w.comm));
       if (w.me == 0)
         printf("test_epn --bad-input: %s\n", fails ? "FAILED" : "passed");
