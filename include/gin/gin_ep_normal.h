@@ -68,9 +68,12 @@ GIN_API gin_result_t gin_epn_create(gin_comm_t comm,
                                     const gin_epn_config_t *cfg,
                                     gin_epn_t *ep_out);
 
-/* Collective; no call may be in flight. After an error the device
- * reported, the buffer's state is undefined: destroy it, then the
- * communicator (as gin_ep_destroy). */
+/* Collective; no call may be in flight (synchronize their streams
+ * first). It starts with a barrier of every rank, so that no signal of
+ * the last calls still travels to a window it frees. After an error the
+ * device reported, the buffer's state is undefined: destroy it, then the
+ * communicator (as gin_ep_destroy; on an aborted communicator it frees
+ * locally). */
 GIN_API gin_result_t gin_epn_destroy(gin_epn_t ep);
 
 /* The layout of a routing table (DeepEP's get_dispatch_layout), on the

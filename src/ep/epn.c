@@ -196,11 +196,25 @@ free_mem:
   return res;
 }
 
+static void args_make(gin_epn_t ep, gin_epn_args_t *a);
+
 gin_result_t gin_epn_destroy(gin_epn_t ep) {
   GIN_ARG_CHECK(ep, "gin_epn_destroy: ep is NULL");
   gin_comm_t comm = ep->comm;
-  gin_result_t res = gin_devcomm_destroy(comm, &ep->dc);
-  gin_result_t r2 = gin_window_deregister(comm, ep->win);
+  /* Signals no wait consumes (a call's last credits, the notes' acks) may
+   * still be on their way, through a proxy, into this window: a barrier
+   * of every rank lands them before it goes. An aborted communicator
+   * skips it (the buffer is freed locally). */
+  gin_result_t res = gin_comm_get_async_error(comm);
+  if (res == GIN_SUCCESS) {
+    gin_epn_args_t a;
+    args_make(ep, &a);
+    res = gin_epn_barrier_sync(&a);
+    if (res == GIN_SUCCESS) res = gin_comm_get_async_error(comm);
+  }
+  gin_result_t r2 = gin_devcomm_destroy(comm, &ep->dc);
+  if (res == GIN_SUCCESS) res = r2;
+  r2 = gin_window_deregister(comm, ep->win);
   if (res == GIN_SUCCESS) res = r2;
   gin_mem_free(ep->scratch);
   gin_mem_free(ep->mem);

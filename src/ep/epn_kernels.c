@@ -679,6 +679,14 @@ GIN_KERNEL(k_epn_combine, gin_epn_args_t) {
     epn_combine_recv(&args, b - C);
 }
 
+/* Every rank's barrier, one block: before a buffer's window goes, the
+ * signals no wait consumes (a call's last credits, the notes' acks) have
+ * landed (gin_barrier: every put a member issued to this rank before its
+ * arrival has). */
+GIN_KERNEL(k_epn_barrier, gin_epn_args_t) {
+  gin_barrier(&args.dc, gin_team_world(&args.dc), 0, GIN_COOP_BLOCK);
+}
+
 /* ------------------------------------------------------------ launch */
 
 #define EPN_STREAM(s) ((gin_stream_t)(s))
@@ -699,6 +707,8 @@ gin_result_t gin_epn_kernels_load(int *blocks_per_sm, const char **why) {
     res = gin_kernel_occupancy(k_epn_layout, EPN_THREADS, &r3, &b3, why);
   if (res == GIN_SUCCESS)
     res = gin_kernel_occupancy(k_epn_notify, EPN_THREADS, &r3, &b3, why);
+  if (res == GIN_SUCCESS)
+    res = gin_kernel_occupancy(k_epn_barrier, EPN_THREADS, &r3, &b3, why);
   *blocks_per_sm = regs == 0 ? 0 : most; /* host target: threads */
   return res;
 }
@@ -712,6 +722,10 @@ gin_result_t gin_epn_launch_notify(const gin_epn_args_t *a, void *stream) {
 gin_result_t gin_epn_launch_dispatch(const gin_epn_args_t *a, void *stream) {
   return gin_launch(k_epn_dispatch, 2 * a->h.channels, EPN_THREADS,
                     EPN_STREAM(stream), a);
+}
+gin_result_t gin_epn_barrier_sync(const gin_epn_args_t *a) {
+  gin_result_t res = gin_launch(k_epn_barrier, 1, EPN_THREADS, 0, a);
+  return res == GIN_SUCCESS ? gin_stream_synchronize(0) : res;
 }
 gin_result_t gin_epn_launch_combine(const gin_epn_args_t *a, void *stream) {
   return gin_launch(k_epn_combine, 2 * a->h.channels, EPN_THREADS,

@@ -19,6 +19,9 @@ gin_result_t gin_epn_launch_layout(const gin_epn_args_t *a, void *stream);
 gin_result_t gin_epn_launch_notify(const gin_epn_args_t *a, void *stream);
 gin_result_t gin_epn_launch_dispatch(const gin_epn_args_t *a, void *stream);
 gin_result_t gin_epn_launch_combine(const gin_epn_args_t *a, void *stream);
+/* A barrier of every rank (the buffer's barrier slot 0) on the legacy
+ * stream, waited for on the host. */
+gin_result_t gin_epn_barrier_sync(const gin_epn_args_t *a);
 #ifdef __cplusplus
 }
 #endif
