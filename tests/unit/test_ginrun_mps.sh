@@ -176,7 +176,7 @@ mkdir -p "$served"
 CUDA_MPS_PIPE_DIRECTORY=$served nvidia-cuda-mps-control -f >/dev/null 2>&1 &
 echo $! >"$TMP/served.pid"
 i=0
-while [ ! -p "$served/control" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -p "$served/control" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
 CUDA_MPS_PIPE_DIRECTORY=$served run 2
 expect_rc 0 "$rc" "served"
 expect_none "$ERR" "MPS" "served: nothing to say"
@@ -218,13 +218,15 @@ rc=$?
 expect_line "$ERR" "^ginrun: rank 1 (pid [0-9]*) killed by signal 9" "rank death"
 rc=0; expect_private 2 "rank death"
 
-# A 2-rank job in the background (gpid), once both ranks said they live.
+# A 2-rank job in the background (gpid), once both ranks said they live
+# (each its own line, in either order; up to 30 s on a loaded machine).
 start_live() {
   "$GINRUN" -n 2 sh -c "$RANK"'
 exec sleep 30' >"$OUT" 2>"$ERR" &
   gpid=$!
   i=0
-  while ! grep -q '^\[1\] live' "$OUT" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  while ! { grep -q '^\[0\] live' "$OUT" && grep -q '^\[1\] live' "$OUT"; } &&
+    [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 }
 
 reset
@@ -242,7 +244,7 @@ dir=$(sed -n 's/^\[0\] pipe=\(.*\)\/pipe log=.*/\1/p' "$OUT")
 kill -KILL $gpid
 wait $gpid 2>/dev/null
 i=0
-while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
 [ -z "$pid" ] && fail "SIGKILL to ginrun: no daemon seen"
 [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && fail "SIGKILL to ginrun: daemon $pid outlived ginrun"
 rm -rf "$TMPDIR"/* # ginrun, killed, could not
