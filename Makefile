@@ -70,13 +70,14 @@ asan:
 
 # ThreadSanitizer over the proxy, ring and transport tests and the suite
 # (tcp_peer forks after starting threads, which TSan does not support; the
-# EP tests reuse buffers once a round trip through other processes says
-# they are free, a happens-before TSan cannot see across processes; so do
+# EP tests (low-latency ep_ and normal-mode epn_) reuse buffers once a round
+# trip through other processes says they are free, a happens-before TSan
+# cannot see across processes; so do
 # the ofi_shm rows: a peer's put lands in a window this rank's main thread
 # cleared before a barrier, ordered only through the other processes).
 tsan:
 	$(MAKE) BUILD=build-tsan CMAKE_FLAGS="-DGIN_CUDA=OFF -DGIN_SANITIZE=thread" build
-	cd build-tsan && TSAN_OPTIONS=die_after_fork=0 ctest --output-on-failure -j 2 --timeout 600 -R "proxy|tcp|ofi|conformance_host_([0-9]|nochecks)|^fault_|bootstrap|api_badargs|soak_host|badinput_host|watch_msg|ginrun" -E "tcp_peer|^ep_|_cuda_|ofi_shm"
+	cd build-tsan && TSAN_OPTIONS=die_after_fork=0 ctest --output-on-failure -j 2 --timeout 600 -R "proxy|tcp|ofi|conformance_host_([0-9]|nochecks)|^fault_|bootstrap|api_badargs|soak_host|badinput_host|watch_msg|ginrun" -E "tcp_peer|^ep_|^epn_|gin_epn_bench|_cuda_|ofi_shm"
 
 # libFuzzer harnesses of the wire decoders (clang), each run for 15 s on
 # its committed corpus (tests/fuzz; docs/RELIABILITY.md for long runs).

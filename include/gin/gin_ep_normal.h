@@ -49,8 +49,8 @@ typedef struct gin_epn *gin_epn_t;
 
 /* What a buffer is sized for; the same on every rank (checked). */
 typedef struct gin_epn_config {
-  int hidden;      /* H channels a token, 1..2^20 (a multiple of 128 for fp8
-                      rows: one scale per 128) */
+  int hidden;      /* H channels a token, a multiple of 8 up to 2^20 (of 128
+                      for fp8 rows: one scale per 128) */
   int topk;        /* the most top-k slots a call carries, 1..32 */
   int num_experts; /* E, a positive multiple of the ranks */
   int channels;    /* the most channels a call uses, 1..64 */

@@ -111,7 +111,7 @@ class Config:
     def get_nvl_buffer_size_hint(self, hidden_bytes, num_ranks):
         """Bytes gin's normal-mode buffer takes per rank for this config
         (top-8, 8 experts a rank)."""
-        return EpNormal.size_hint(max(hidden_bytes // 2, 1), 8,
+        return EpNormal.size_hint((max(hidden_bytes // 2, 1) + 7) // 8 * 8, 8,
                                   8 * num_ranks, max(self.num_sms // 2, 1),
                                   self.num_max_nvl_chunked_recv_tokens,
                                   num_ranks)

@@ -453,6 +453,13 @@ static gin_result_t dev_error_report(gin_comm_t c, const gin_dev_error_t *e) {
                        "receive row %llu names token %lld or an expert "
                        "outside [-1, %llu); nothing more was received",
                        r, peer, exp, id, a0);
+    if (a1 == 13) /* peer: the destination rank, id: the channel */
+      return GIN_ERROR(GIN_ERR_INVALID,
+                       "rank %d: EP normal dispatch: the handle's in_rank has "
+                       "fewer tokens to rank %lld in channel %lld than its "
+                       "counts say (rewritten after gin_epn_notify?); nothing "
+                       "more was sent",
+                       r, peer, id);
     if (a1 == 12)
       return GIN_ERROR(GIN_ERR_REMOTE,
                        "rank %d: EP normal dispatch: rank %lld's counts (for "

@@ -30,8 +30,11 @@ static gin_result_t geom_make(const gin_epn_config_t *c, int nranks, int me,
   GIN_ARG_CHECK(nranks <= GIN_EPN_MAX_RANKS,
                 "gin_epn: %d ranks, more than the %d normal mode supports",
                 nranks, GIN_EPN_MAX_RANKS);
-  GIN_ARG_CHECK(c->hidden >= 1 && c->hidden <= (1 << 20),
-                "gin_epn: hidden %d outside [1, 2^20]", c->hidden);
+  GIN_ARG_CHECK(c->hidden >= 8 && c->hidden <= (1 << 20) && c->hidden % 8 == 0,
+                "gin_epn: hidden %d is not a multiple of 8 in [8, 2^20] (rows "
+                "move in 16-byte pieces, and the top-k words after a row must "
+                "be aligned)",
+                c->hidden);
   GIN_ARG_CHECK(c->topk >= 1 && c->topk <= 32,
                 "gin_epn: topk %d outside [1, 32]", c->topk);
   GIN_ARG_CHECK(c->num_experts >= nranks && c->num_experts % nranks == 0,
@@ -236,8 +239,8 @@ gin_result_t gin_epn_layout(gin_epn_t ep, const void *topk_idx, int idx64,
                             int32_t *per_expert, uint8_t *in_rank,
                             void *stream) {
   GIN_ARG_CHECK(ep, "gin_epn_layout: ep is NULL");
-  GIN_ARG_CHECK(num_tokens >= 0, "gin_epn_layout: num_tokens %d < 0",
-                num_tokens);
+  GIN_ARG_CHECK(num_tokens >= 0 && num_tokens <= GIN_EPN_MAX_TOKENS,
+                "gin_epn_layout: num_tokens %d outside [0, 2^22]", num_tokens);
   GIN_ARG_CHECK(num_topk >= 1 && num_topk <= 32,
                 "gin_epn_layout: num_topk %d outside [1, 32]", num_topk);
   GIN_ARG_CHECK(per_rank && per_expert, "gin_epn_layout: per_rank or "

@@ -42,7 +42,8 @@ enum {
   EPN_WHY_STUCK = 9,    /* no progress on a ring for the timeout */
   EPN_WHY_ROW = 10,     /* a ring row naming no token or no expert */
   EPN_WHY_FORMAT = 11,  /* a ring row of another format or top-k width */
-  EPN_WHY_NOTE = 12     /* a note's counts outside its sender's tokens */
+  EPN_WHY_NOTE = 12,    /* a note's counts outside its sender's tokens */
+  EPN_WHY_HANDLE = 13   /* a handle's in_rank no longer its counts' */
 };
 
 /* A dispatch row's format word (in its slot's head): fp8 or bf16, and
@@ -221,11 +222,11 @@ GIN_KERNEL(k_epn_notify, gin_epn_args_t) {
     args.recv_counts[0] = at;
   }
   for (int l = gin_thread_idx(); l < L; l += gin_block_dim()) {
-    int32_t n = 0;
+    int64_t n = 0; /* checked per note; their sum held within an int32 */
     for (int s = 0; s < R; s++)
       n += ((const int32_t *)(args.base + gin_epn_note_off(g, g->off_note, seq,
                                                            s)))[2 + g->C + l];
-    args.recv_counts[1 + l] = n;
+    args.recv_counts[1 + l] = n > INT32_MAX ? INT32_MAX : (int32_t)n;
   }
   /* 4. Every note read: its slot may be written again. */
   gin_coop_sync(GIN_COOP_BLOCK);
@@ -256,6 +257,26 @@ GIN_DEVICE_FN int epn_recv_rows(const gin_epn_args_t *a, int s, int c,
 GIN_DEVICE_FN int epn_send_rows(const gin_epn_args_t *a, int r, int c) {
   const int32_t *cp = a->h.chan_prefix + (size_t)r * (size_t)a->h.channels;
   return cp[c] - (c ? cp[c - 1] : 0);
+}
+
+/* Rows a warp may move on a ring this round: the peer's count `sig`
+ * (credits or tail) past `base`, held within [0, most] whatever the peer
+ * wrote. Lane 0 reads it (an ordered read) and every lane gets the same
+ * answer, so the warp's loops and collectives stay uniform; the warp's
+ * barrier after the broadcast orders the other lanes' accesses to the
+ * slots after lane 0's read. *seen: the count read (lane 0). */
+GIN_DEVICE_FN int epn_ring_room(const gin_devcomm_t *dc, int sig, uint64_t base,
+                                int most, uint64_t *seen) {
+  uint32_t v = 0;
+  *seen = 0;
+  if (epn_lane() == 0) {
+    *seen = gin_signal_read(dc, sig);
+    int64_t d = (int64_t)(*seen - base);
+    v = d <= 0 ? 0u : d >= most ? (uint32_t)most : (uint32_t)d;
+  }
+  v = gin_coop_shfl_u32(EPN_WARP, v, 0);
+  gin_coop_sync(EPN_WARP);
+  return (int)v;
 }
 
 /* One ring's sending side: `left` rows still to write, `sent` written
@@ -416,13 +437,21 @@ GIN_DEVICE_FN int epn_send(const gin_epn_args_t *a, int c, int comb) {
       if (done == n) continue;
       uint64_t *posp = a->scratch + gin_epn_scratch_pos(g, x.kind, r, c);
       uint64_t pos = gin_load_relaxed_u64(posp) + (uint64_t)done;
-      uint64_t cred = gin_signal_read(dc, gin_epn_sig(g, x.kind, r, c));
-      int room = (int)(cred + (uint64_t)g->S - pos);
+      uint64_t cred;
+      int room = epn_ring_room(dc, gin_epn_sig(g, x.kind, r, c),
+                               pos - (uint64_t)g->S, n - done, &cred);
       int k = 0;
-      for (; k < room && done + k < n && rc == GIN_SUCCESS; k++) {
+      for (; k < room && k < a->chunk && rc == GIN_SUCCESS; k++) {
         int item = cursor[r];
         if (!comb) { /* the channel's next token to r */
           for (;;) {
+            if (item >= t1) { /* in_rank no longer matches the counts */
+              if (lane == 0)
+                gin_record_error(dc, GIN_ERR_INVALID, GIN_DEVERR_EP_ROUTING, r,
+                                 c, 0, 0, 0, EPN_WHY_HANDLE);
+              rc = GIN_ERR_INVALID;
+              break;
+            }
             int t = item + lane;
             int on = t < t1 && a->h.in_rank[(size_t)t * (size_t)R + (size_t)r];
             int f = gin_coop_first(EPN_WARP, on);
@@ -432,6 +461,7 @@ GIN_DEVICE_FN int epn_send(const gin_epn_args_t *a, int c, int comb) {
             }
             item += nl;
           }
+          if (rc) break;
         }
         int stage;
         char *slot = epn_slot_out(a, &x, r, c, pos + (uint64_t)k, &stage);
@@ -541,9 +571,10 @@ GIN_DEVICE_FN int epn_dispatch_recv(const gin_epn_args_t *a, int c) {
       if (done == n) continue;
       uint64_t *posp = a->scratch + gin_epn_scratch_pos(g, EPN_DTAIL, s, c);
       uint64_t pos = gin_load_relaxed_u64(posp) + (uint64_t)done;
-      uint64_t tail = gin_signal_read(dc, gin_epn_sig(g, EPN_DTAIL, s, c));
-      int k = 0, avail = (int)(tail - pos);
-      for (; k < avail && done + k < n && rc == GIN_SUCCESS; k++)
+      uint64_t tail;
+      int k = 0, avail = epn_ring_room(dc, gin_epn_sig(g, EPN_DTAIL, s, c), pos,
+                                       n - done, &tail);
+      for (; k < avail && k < a->chunk && rc == GIN_SUCCESS; k++)
         rc = epn_take_dispatch(a,
                                a->base + gin_epn_ring(g, g->off_dring, g->dslot,
                                                       s, c, pos + (uint64_t)k),
