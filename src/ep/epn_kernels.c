@@ -394,10 +394,11 @@ GIN_DEVICE_FN int epn_ring_advance(const gin_epn_args_t *a, int peer, int sig,
 }
 
 /* The sending half of dispatch (comb 0) or combine (comb 1), channel c:
- * warp w serves ranks w, w + warps, ... in turn, each as far as its
- * credits reach. Dispatch sends each token of the channel that goes to
- * the rank (in token order); combine sends back the rows received from
- * the rank in channel c (in receive order, which is the same). */
+ * warp w serves ranks w, w + warps, ... in turn, each a chunk at a time
+ * as far as its credits reach. Dispatch sends each token of the channel
+ * that goes to the rank (in token order); combine sends back the rows
+ * received from the rank in channel c (in receive order, which is the
+ * same). */
 GIN_DEVICE_FN int epn_send(const gin_epn_args_t *a, int c, int comb) {
   const gin_epn_geom_t *g = &a->g;
   const gin_devcomm_t *dc = &a->dc;
