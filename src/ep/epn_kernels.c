@@ -653,8 +653,12 @@ GIN_DEVICE_FN int epn_combine_recv(const gin_epn_args_t *a, int c) {
         uint64_t pos = start[r] + (uint64_t)head[r];
         int sig = gin_epn_sig(g, EPN_CTAIL, r, c);
         uint64_t tail;
-        while ((tail = gin_signal_read(dc, sig)) <= pos && rc == GIN_SUCCESS)
+        /* Polls look (an ordered read invalidates the SM's L1 for every
+         * block there); the one that sees the row is followed by an
+         * ordered read, as gin's own waits do (the count only grows). */
+        while ((tail = gin_signal_peek(dc, sig)) <= pos && rc == GIN_SUCCESS)
           rc = epn_idle_one(dc, &idle, r, c, pos + 1, tail);
+        if (rc == GIN_SUCCESS) (void)gin_signal_read(dc, sig);
         idle.t0 = 0;
         idle.iter = 0;
         rows[r] = a->base + gin_epn_ring(g, g->off_cring, g->cslot, r, c, pos);
