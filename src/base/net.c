@@ -101,8 +101,21 @@ int gin_net_poll_timeout_ms(uint64_t deadline_ns) {
   return ms > 1000000000 ? 1000000000 : (int)ms;
 }
 
-gin_result_t gin_net_set_nodelay(int fd) {
-  int one = 1;
+/* Linux 6.15's cap on a connection's retransmission timeout (<linux/tcp.h>
+ * of older systems lacks the name; older kernels refuse the option). */
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
+#define NET_RTO_MAX_MS 1000 /* the smallest cap the kernel takes */
+
+gin_result_t gin_net_tune(int fd) {
+  int one = 1, rto_max = NET_RTO_MAX_MS;
+  /* Segments lost while a link is down are retried with a doubling
+   * timeout: after a 1 s outage the next retry can come seconds after the
+   * link is back. Capped, every connection retries at least once a
+   * second, so traffic resumes within about a second of the link's
+   * return. Best effort: kernels before 6.15 keep their backoff. */
+  setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &rto_max, sizeof rto_max);
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
     return GIN_ERR_SYSTEM;
   return GIN_SUCCESS;
@@ -154,7 +167,7 @@ int gin_net_connect(const gin_net_addr_t *a, uint64_t deadline_ns,
       *err_out = errno;
       return -1;
     }
-    gin_net_set_nodelay(fd);
+    gin_net_tune(fd);
     if (connect(fd, (struct sockaddr *)&ss, sl) == 0) return fd;
     err = errno;
     if (err == EINPROGRESS) {

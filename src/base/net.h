@@ -68,10 +68,13 @@ int gin_net_addr_local_only(const gin_net_addr_t *a);
  * has passed. Thread safe. */
 int gin_net_poll_timeout_ms(uint64_t deadline_ns);
 
-/* Sets TCP_NODELAY on the TCP socket fd. Returns GIN_SUCCESS, or
- * GIN_ERR_SYSTEM with errno set; records and logs nothing (the callers
- * treat it as best effort). Thread safe. */
-gin_result_t gin_net_set_nodelay(int fd);
+/* Sets TCP_NODELAY on the TCP socket fd and, where the kernel has the
+ * option (Linux 6.15), caps its retransmission timeout at 1 s, so a
+ * connection resumes within about a second of a link's return. Returns
+ * GIN_SUCCESS, or GIN_ERR_SYSTEM with errno set where TCP_NODELAY fails;
+ * records and logs nothing (the callers treat it as best effort). Thread
+ * safe. */
+gin_result_t gin_net_tune(int fd);
 
 /* The one set of socket calls the bootstrap and the tcp transport share,
  * with one retry rule. */
@@ -85,7 +88,7 @@ int gin_net_listen(const gin_net_addr_t *a, gin_net_addr_t *bound);
  * 20 ms what a peer slow to listen answers (refused, unreachable, timed
  * out, ...) and giving up at once where no retry can help (EAFNOSUPPORT,
  * EPROTONOSUPPORT, EINVAL, EACCES, EPERM). Returns a non-blocking,
- * close-on-exec fd with TCP_NODELAY, or -1 with *err_out the last errno
+ * close-on-exec fd tuned by gin_net_tune, or -1 with *err_out the last errno
  * (ETIMEDOUT at the deadline). */
 int gin_net_connect(const gin_net_addr_t *a, uint64_t deadline_ns,
                     int *err_out);

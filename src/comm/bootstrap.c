@@ -375,7 +375,7 @@ static void bs_acceptor_add(bs_acceptor_t *a, int fd,
   }
   bs_pending_t *p = &a->pend[a->npend++];
   gin_net_addr_t pa;
-  gin_net_set_nodelay(fd);
+  gin_net_tune(fd);
   *p = (bs_pending_t){.fd = fd, .deadline_ns = bs_deadline(BS_HELLO_WAIT_MS)};
   if (gin_net_addr_from_sockaddr(sa, &pa) == GIN_SUCCESS)
     gin_net_addr_str(&pa, p->peer, sizeof p->peer);

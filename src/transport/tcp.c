@@ -853,7 +853,7 @@ static gin_result_t tcp_init(const gin_job_t *comm, const uint8_t *use,
   }
   for (int r = 0; r < n; r++) {
     if (conns[r].fd < 0) continue;
-    gin_net_set_nodelay(conns[r].fd);
+    gin_net_tune(conns[r].fd);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &conns[r]};
     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, conns[r].fd, &ev) != 0) {
       res = GIN_ERROR(GIN_ERR_SYSTEM, "tcp: epoll_ctl: %s", strerror(errno));

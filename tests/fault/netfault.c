@@ -23,11 +23,12 @@
  *           exists, and all stop after the same launch. Each rank stamps
  *           DIR/flowing.R once its first launch is through (every
  *           transport connection made: libfabric's are made at a peer's
- *           first message). The script takes
- *           the link down and up again, each time for less than the
- *           timeout, then stamps DIR/flapped and, later, DIR/stop. Nothing
- *           may fail: every round's bytes arrive whole, rounds go on after
- *           the last flap, and teardown is clean.
+ *           first message), and DIR/resumed.R once a launch begun after
+ *           DIR/flapped is through. The script takes the link down and up
+ *           again, each time for less than the timeout, stamps
+ *           DIR/flapped, waits for every DIR/resumed.R, then stamps
+ *           DIR/stop. Nothing may fail: every round's bytes arrive whole,
+ *           rounds go on after the last flap, and teardown is clean.
  * stream    rank 0 puts CHUNK bytes with a signal to every other rank in
  *           turn, as fast as it can, without waiting; the others wait for
  *           its signals. The script SIGSTOPs the target T (default 1; not
@@ -405,6 +406,11 @@ static int run_flap(run_t *r, kargs_t *a, gin_devcomm_t *dc, gin_window_t win,
     if (a->first == 0) { /* traffic flows: every peer's connection is up */
       char path[4200];
       path_of(r, "flowing", r->rank, path, sizeof path);
+      stamp_write(path, wall_ns());
+    }
+    if (flapped && after == 0) { /* traffic goes on after the last flap */
+      char path[4200];
+      path_of(r, "resumed", r->rank, path, sizeof path);
       stamp_write(path, wall_ns());
     }
     a->first += FLAP_ROUNDS;
