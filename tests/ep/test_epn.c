@@ -396,11 +396,13 @@ static gin_result_t async_error(gin_comm_t comm) {
 /* Bad input, each on a fresh communicator (it is aborted): an expert id
  * out of range in rank 1's layout (rank 1 names it), then rank 1's
  * dispatch sending fp8 rows where every other rank's takes bf16 (a
- * receiver names the rank whose rows differ; every rank's call ends, none
- * hangs). */
+ * receiver names the rank whose rows differ), then rank 1's handle with
+ * a token's in_rank entry cleared after gin_epn_notify counted it (rank 1
+ * names the destination it has too few tokens for). Every rank's call
+ * ends, none hangs. */
 static int bad_input(world_t *w, int liar) {
   int fails = 0, R = w->R, H = w->H, K = w->K, T = 16;
-  for (int which = liar ? 1 : 0; which < 2; which++) {
+  for (int which = liar ? 1 : 0; which < (liar ? 2 : 3); which++) {
     gin_comm_t sub = test_comm_fresh(w->comm, w->me, R);
     gin_epn_config_t cfg = {H, K, w->E, 2, 4};
     gin_epn_t ep;
@@ -422,7 +424,7 @@ static int bad_input(world_t *w, int liar) {
         gin_epn_layout(ep, d_idx, 0, T, K, d_pr, d_pe, d_in, NULL);
     if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
     const char *words = "not an expert";
-    if (which == 1) {
+    if (which >= 1) {
       gin_epn_handle_t h;
       memset(&h, 0, sizeof h);
       h.send_head = (int32_t *)dev((size_t)T * R * 4);
@@ -433,6 +435,18 @@ static int bad_input(world_t *w, int liar) {
       TCHECK(gin_epn_notify(ep, d_in, d_pe, T, 2, &h, d_rc, NULL));
       TCHECK(gin_stream_synchronize(0));
       TCHECK(gin_mem_copy(&n, d_rc, 4));
+      if (which == 2 && w->me == 1) { /* one token to rank 0 forgotten */
+        uint8_t *in = (uint8_t *)malloc((size_t)T * R);
+        TASSERT(in, "out of memory");
+        TCHECK(gin_mem_copy(in, d_in, (size_t)T * R));
+        int t = 0;
+        while (t < T && !in[(size_t)t * R])
+          t++;
+        TASSERT(t < T, "rank 1 sends rank 0 no token");
+        in[(size_t)t * R] = 0;
+        TCHECK(gin_mem_copy(d_in, in, (size_t)T * R));
+        free(in);
+      }
       h.capacity = n;
       h.recv_src_idx = (int32_t *)dev((size_t)n * 4);
       void *d_x = dev((size_t)T * H * 2), *d_rx = dev((size_t)n * H * 2);
@@ -442,7 +456,7 @@ static int bad_input(world_t *w, int liar) {
       gin_epn_dispatch_args_t da;
       memset(&da, 0, sizeof da);
       da.x = d_x;
-      da.fp8 = !liar && w->me == 1;
+      da.fp8 = which == 1 && !liar && w->me == 1;
       da.scales = da.fp8 ? d_sc : NULL;
       da.scale_stride_t = H / 128;
       da.scale_stride_g = 1;
@@ -451,7 +465,9 @@ static int bad_input(world_t *w, int liar) {
       da.recv_scales = da.fp8 ? d_rs : NULL;
       rc = gin_epn_dispatch(ep, &da, &h, NULL);
       if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
-      words = liar ? "rank 1's counts" : "must pass the same fp8 and num_topk";
+      words = liar         ? "rank 1's counts"
+              : which == 1 ? "must pass the same fp8 and num_topk"
+                           : "fewer tokens to rank 0";
       void *ptrs[] = {h.send_head,   h.chan_prefix,
                       h.rank_prefix, h.recv_chan_prefix,
                       d_rc,          h.recv_src_idx,
@@ -468,10 +484,12 @@ static int bad_input(world_t *w, int liar) {
     /* The layout is local: rank 1 alone names its id. In the dispatch a
      * receiver names the rank whose rows differ; others may see only the
      * abort. */
-    int ok = which == 0 ? (w->me != 1 || named)
-             : liar     ? (w->me == 1 ? async == GIN_ERR_ABORTED
-                                      : named || async == GIN_ERR_ABORTED)
-                        : (named || async == GIN_ERR_ABORTED);
+    int ok = which == 0   ? (w->me != 1 || named)
+             : liar       ? (w->me == 1 ? async == GIN_ERR_ABORTED
+                                        : named || async == GIN_ERR_ABORTED)
+             : which == 2 ? (w->me == 1 ? async == GIN_ERR_INVALID && named
+                                        : async == GIN_ERR_ABORTED)
+                          : (named || async == GIN_ERR_ABORTED);
     if (liar && named) /* the lie is refused, not an invalid call */
       named = async == GIN_ERR_REMOTE || async == GIN_ERR_INVALID;
     if (!ok || rc != GIN_SUCCESS) {
