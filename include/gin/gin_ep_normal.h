@@ -57,7 +57,9 @@ typedef struct gin_epn_config {
   int ring_tokens; /* rows of each ring (per peer and channel), >= 1 */
 } gin_epn_config_t;
 
-/* Bytes of device memory a buffer of this configuration takes per rank. */
+/* Bytes of device memory a buffer of this configuration takes per rank
+ * at most (where every rank reaches every peer directly, about half the
+ * rows less: no staging for proxied peers). */
 GIN_API gin_result_t gin_epn_size_hint(const gin_epn_config_t *cfg, int nranks,
                                        size_t *bytes_out);
 

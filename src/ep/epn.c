@@ -23,9 +23,10 @@ struct gin_epn {
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-/* Checks a configuration for nranks ranks; fills the geometry. */
+/* Checks a configuration for nranks ranks; fills the geometry, with
+ * staging slots for rows to proxied peers where `staged`. */
 static gin_result_t geom_make(const gin_epn_config_t *c, int nranks, int me,
-                              gin_epn_geom_t *g) {
+                              int staged, gin_epn_geom_t *g) {
   GIN_ARG_CHECK(c, "gin_epn: configuration is NULL");
   GIN_ARG_CHECK(nranks <= GIN_EPN_MAX_RANKS,
                 "gin_epn: %d ranks, more than the %d normal mode supports",
@@ -55,19 +56,21 @@ static gin_result_t geom_make(const gin_epn_config_t *c, int nranks, int me,
   g->C = c->channels;
   g->S = c->ring_tokens;
   g->me = me;
+  g->staged = staged;
   g->dslot =
       align_up(GIN_EPN_SLOT_HEAD + (size_t)g->H * 2 + (size_t)g->K * 8, 16);
   g->cslot = align_up((size_t)g->H * 2 + (size_t)g->K * 4, 16);
   g->note = align_up(((size_t)2 + (size_t)g->C + (size_t)g->L) * 4, 16);
   size_t ring = (size_t)g->R * (size_t)g->C * (size_t)g->S, off = 0;
+  size_t stage = staged ? ring : 0;
   g->off_dring = off;
   off = align_up(off + ring * g->dslot, 256);
   g->off_dstage = off;
-  off = align_up(off + ring * g->dslot, 256);
+  off = align_up(off + stage * g->dslot, 256);
   g->off_cring = off;
   off = align_up(off + ring * g->cslot, 256);
   g->off_cstage = off;
-  off = align_up(off + ring * g->cslot, 256);
+  off = align_up(off + stage * g->cslot, 256);
   g->off_note = off;
   off = align_up(off + 2 * (size_t)g->R * g->note, 256);
   g->off_nstage = off;
@@ -81,31 +84,36 @@ gin_result_t gin_epn_size_hint(const gin_epn_config_t *cfg, int nranks,
   GIN_ARG_CHECK(bytes_out, "gin_epn_size_hint: bytes_out is NULL");
   GIN_ARG_CHECK(nranks >= 1, "gin_epn_size_hint: nranks %d < 1", nranks);
   gin_epn_geom_t g;
-  GIN_CHECK(geom_make(cfg, nranks, 0, &g));
+  GIN_CHECK(geom_make(cfg, nranks, 0, 1, &g));
   *bytes_out = g.win_bytes + gin_epn_scratch_words(&g) * 8;
   return GIN_SUCCESS;
 }
 
 /* Every rank's configuration must be this rank's (collective); ok: this
- * rank's own checks passed. */
+ * rank's own checks passed. *all_direct: whether every rank reaches every
+ * peer directly (`direct`: this one does). */
 static gin_result_t config_agree(gin_comm_t comm, int rank, int nranks,
-                                 const gin_epn_config_t *mine, int ok) {
-  enum { NV = 6 };
+                                 const gin_epn_config_t *mine, int ok,
+                                 int direct, int *all_direct) {
+  enum { NV = 7 }; /* the fields compared, then ok, then direct */
   int32_t v[NV] = {mine->hidden,   mine->topk,        mine->num_experts,
-                   mine->channels, mine->ring_tokens, ok};
-  static const char *const names[NV - 1] = {"hidden", "topk", "num_experts",
+                   mine->channels, mine->ring_tokens, ok,
+                   direct};
+  static const char *const names[NV - 2] = {"hidden", "topk", "num_experts",
                                             "channels", "ring_tokens"};
   int32_t *all = (int32_t *)calloc((size_t)nranks, sizeof v);
   if (!all) return GIN_ERROR(GIN_ERR_NOMEM, "gin_epn_create");
   gin_result_t res = gin_comm_allgather(comm, v, all, sizeof v);
+  *all_direct = 1;
   for (int r = 0; r < nranks && res == GIN_SUCCESS; r++) {
     const int32_t *o = all + (size_t)r * NV;
-    if (!o[NV - 1]) {
+    *all_direct &= o[NV - 1] != 0;
+    if (!o[NV - 2]) {
       res = GIN_ERROR(GIN_ERR_INVALID,
                       "gin_epn_create: rank %d's configuration is invalid", r);
       break;
     }
-    for (int i = 0; i < NV - 1 && res == GIN_SUCCESS; i++)
+    for (int i = 0; i < NV - 2 && res == GIN_SUCCESS; i++)
       if (o[i] != v[i])
         res = GIN_ERROR(GIN_ERR_INVALID,
                         "gin_epn_create: %s is %d on rank %d but %d on rank "
@@ -127,20 +135,30 @@ gin_result_t gin_epn_create(gin_comm_t comm, const gin_epn_config_t *cfg,
                      "gin_epn_create: communicator %p is not live (destroyed "
                      "already?)",
                      (void *)comm);
+  /* Rows are staged only for proxied peers: where every rank reaches
+   * every peer directly, the window has no staging slots (half the rows). */
+  int direct = 1, all_direct = 0;
+  for (int r = 0; r < nranks; r++) {
+    int path = GIN_PATH_NONE;
+    gin_comm_peer_path(comm, r, &path);
+    path &= ~GIN_PATH_NEAR;
+    direct &= path == GIN_PATH_SELF || path == GIN_PATH_DIRECT;
+  }
   gin_epn_geom_t g;
   gin_epn_config_t zero;
   memset(&zero, 0, sizeof zero);
   gin_result_t local =
-      ep_out ? geom_make(cfg, nranks, rank, &g)
+      ep_out ? geom_make(cfg, nranks, rank, 1, &g)
              : GIN_ERROR(GIN_ERR_INVALID, "gin_epn_create: ep_out is NULL");
   /* A rank with bad arguments still takes part, so all fail at once. */
-  gin_result_t res =
-      config_agree(comm, rank, nranks, cfg ? cfg : &zero, local == GIN_SUCCESS);
+  gin_result_t res = config_agree(comm, rank, nranks, cfg ? cfg : &zero,
+                                  local == GIN_SUCCESS, direct, &all_direct);
   if (local != GIN_SUCCESS)
-    return ep_out ? geom_make(cfg, nranks, rank, &g) /* its message */
+    return ep_out ? geom_make(cfg, nranks, rank, 1, &g) /* its message */
                   : GIN_ERROR(GIN_ERR_INVALID, "gin_epn_create: ep_out is "
                                                "NULL");
   GIN_CHECK(res);
+  GIN_CHECK(geom_make(cfg, nranks, rank, !all_direct, &g));
 
   gin_epn_t ep = (gin_epn_t)calloc(1, sizeof *ep);
   if (!ep) return GIN_ERROR(GIN_ERR_NOMEM, "gin_epn_create");
@@ -181,9 +199,11 @@ gin_result_t gin_epn_create(gin_comm_t comm, const gin_epn_config_t *cfg,
   GIN_INFO(INIT,
            "rank %d: EP normal buffer: %d experts (%d local), hidden %d, "
            "top-%d, %d channels (%d usable here) of %d rows, window %zu "
-           "bytes",
+           "bytes (%s)",
            rank, g.E, g.L, g.H, g.K, g.C,
-           g.C < ep->max_channels ? g.C : ep->max_channels, g.S, g.win_bytes);
+           g.C < ep->max_channels ? g.C : ep->max_channels, g.S, g.win_bytes,
+           g.staged ? "rows to proxied peers staged"
+                    : "every peer direct: no staging");
   *ep_out = ep;
   return GIN_SUCCESS;
 

@@ -3,7 +3,8 @@
  * kernels (epn_kernels.c). One window per buffer holds, at symmetric
  * offsets (R ranks, C the configuration's channels, S ring rows):
  *   dring  [R src][C][S] dispatch slots   (rows arriving here)
- *   dstage [R dst][C][S] dispatch slots   (rows staged for proxied peers)
+ *   dstage [R dst][C][S] dispatch slots   (rows staged for proxied peers;
+ *                                          none where no rank has one)
  *   cring  [R src][C][S] combine slots
  *   cstage [R dst][C][S] combine slots
  *   note   [2][R src] notes               (counts arriving here)
@@ -37,6 +38,7 @@
 
 typedef struct gin_epn_geom {
   int R, L, E, H, K, C, S, me;
+  int staged; /* dstage and cstage exist (some rank has a proxied peer) */
   size_t dslot, cslot, note; /* bytes */
   size_t off_dring, off_dstage, off_cring, off_cstage, off_note, off_nstage;
   size_t win_bytes;
