@@ -75,6 +75,7 @@
 
 #include "base/base.h"
 #include "transport/ofi.h"
+#include "transport/ofi_lib.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
 
@@ -199,7 +200,9 @@ typedef struct ofi_state {
 } ofi_state_t;
 
 /* libfabric's text for a negative return value. */
-static const char *ofi_err(ssize_t rc) { return fi_strerror((int)-rc); }
+static const char *ofi_err(ssize_t rc) {
+  return gin_ofi_lib()->strerror((int)-rc);
+}
 
 /* Fails peer p (the first reason sticks), records the error naming both
  * ranks and logs it the first time (a dead peer fails every operation in
@@ -457,7 +460,8 @@ static gin_result_t cq_drain(ofi_state_t *s) {
                          ? NULL
                          : (ofi_buf_t *)e.op_context;
       char text[160];
-      snprintf(text, sizeof text, "%s (provider: %s)", fi_strerror(e.err),
+      snprintf(text, sizeof text, "%s (provider: %s)",
+               gin_ofi_lib()->strerror(e.err),
                fi_cq_strerror(s->cq, e.prov_errno, e.err_data, NULL, 0));
       if (b && (b->kind == OFI_TX || b->kind == OFI_WR)) {
         int wr = b->kind == OFI_WR;
@@ -984,7 +988,7 @@ static void ofi_fini(void *state) {
   ofi_close(s->cq ? &s->cq->fid : NULL);
   ofi_close(s->domain ? &s->domain->fid : NULL);
   ofi_close(s->fabric ? &s->fabric->fid : NULL);
-  if (s->info) fi_freeinfo(s->info);
+  if (s->info) gin_ofi_lib()->freeinfo(s->info);
   for (int p = 0; s->peers && p < n; p++)
     while (s->peers[p].held) {
       ofi_held_t *m = s->peers[p].held;
@@ -1005,7 +1009,7 @@ static void ofi_fini(void *state) {
 /* The hints gin needs; with `ordered` the send-after-send ordering too,
  * with `rma` RMA writes (their remote CQ data comes with FI_RMA). */
 static struct fi_info *ofi_hints(int ordered, int rma) {
-  struct fi_info *h = fi_allocinfo();
+  struct fi_info *h = gin_ofi_lib()->dupinfo(NULL);
   if (!h) return NULL;
   h->ep_attr->type = FI_EP_RDM;
   h->caps = FI_MSG | (rma ? FI_RMA | FI_WRITE | FI_REMOTE_WRITE : 0);
@@ -1026,20 +1030,6 @@ static struct fi_info *ofi_hints(int ordered, int rma) {
   if (prov[0]) h->fabric_attr->prov_name = strdup(prov);
   return h;
 }
-
-/* Provider defaults gin sets for its process where the user has not,
- * before libfabric first reads them (its first fi_getinfo; a process that
- * used libfabric before keeps what it had). tcp;ofi_rxm's shared receive
- * pool: 4096 bounce buffers of 16 KiB an endpoint by default, 64 MB that
- * cost each communicator's init 25 ms and that the first messages touch
- * page by page; the transport keeps at most OFI_TX_PEER messages in
- * flight to a peer and posts OFI_RX_BUFS receives, which 512 cover for
- * 32 peers at once (8 MB, 9 ms). */
-static void ofi_env_defaults(void) {
-  if (!getenv("FI_OFI_RXM_MSG_RX_SIZE"))
-    setenv("FI_OFI_RXM_MSG_RX_SIZE", "512", 0);
-}
-static pthread_once_t ofi_env_once = PTHREAD_ONCE_INIT;
 
 /* Whether the provider of info carries write tokens: remote CQ data of
  * 8 bytes, or of 4 in jobs of at most GIN_OFI_TOKEN4_RANKS ranks; and
@@ -1108,7 +1098,8 @@ static const struct fi_info *ofi_choose(const struct fi_info *list,
 /* The provider to use (with RMA writes where it has them and GIN_OFI_RMA
  * allows), or a message naming what is missing. */
 static gin_result_t ofi_pick(ofi_state_t *s) {
-  pthread_once(&ofi_env_once, ofi_env_defaults);
+  const gin_ofi_lib_t *lib = gin_ofi_lib();
+  if (!lib) return GIN_ERR_UNSUPPORTED; /* recorded, naming the cause */
   const char *prov = gin_ofi_param_provider();
   const char *which = prov[0] ? prov : "any provider";
   int rc = -FI_ENODATA;
@@ -1117,15 +1108,15 @@ static gin_result_t ofi_pick(ofi_state_t *s) {
     struct fi_info *h = ofi_hints(1, rma);
     if (!h) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: hints");
     struct fi_info *list = NULL;
-    rc = fi_getinfo(OFI_API, NULL, NULL, 0, h, &list);
-    fi_freeinfo(h);
+    rc = lib->getinfo(OFI_API, NULL, NULL, 0, h, &list);
+    lib->freeinfo(h);
     if (rc != 0) continue;
-    s->info = fi_dupinfo(ofi_choose(list, s->job));
-    fi_freeinfo(list);
+    s->info = lib->dupinfo(ofi_choose(list, s->job));
+    lib->freeinfo(list);
     if (!s->info) return GIN_ERROR(GIN_ERR_NOMEM, "ofi: fi_dupinfo");
     if (rma && (!ofi_rma_usable(s->info, s->job->nranks) ||
                 (want < 0 && ofi_rma_default_off(s->info)))) {
-      fi_freeinfo(s->info);
+      lib->freeinfo(s->info);
       s->info = NULL;
       continue;
     }
@@ -1141,9 +1132,9 @@ static gin_result_t ofi_pick(ofi_state_t *s) {
   }
   /* Say what is missing: the ordering, or the endpoint itself. */
   struct fi_info *h2 = ofi_hints(0, 0), *got = NULL;
-  int rc2 = h2 ? fi_getinfo(OFI_API, NULL, NULL, 0, h2, &got) : -FI_ENOMEM;
-  if (h2) fi_freeinfo(h2);
-  if (got) fi_freeinfo(got);
+  int rc2 = h2 ? lib->getinfo(OFI_API, NULL, NULL, 0, h2, &got) : -FI_ENOMEM;
+  if (h2) lib->freeinfo(h2);
+  if (got) lib->freeinfo(got);
   if (rc2 == 0)
     return GIN_ERROR(GIN_ERR_UNSUPPORTED,
                      "ofi: %s (GIN_OFI_PROVIDER, FI_PROVIDER) lacks "
@@ -1154,7 +1145,7 @@ static gin_result_t ofi_pick(ofi_state_t *s) {
                    "ofi: %s (GIN_OFI_PROVIDER, FI_PROVIDER) has no reliable "
                    "datagram endpoint with messages (FI_EP_RDM, FI_MSG): "
                    "fi_getinfo: %s",
-                   which, fi_strerror(-rc));
+                   which, lib->strerror(-rc));
 }
 
 /* Opens the fabric, domain, completion queue, address vector and
@@ -1168,9 +1159,10 @@ static gin_result_t ofi_open(ofi_state_t *s, char *name, size_t *name_len) {
     if ((rc = (call)) != 0)                                                    \
       return GIN_ERROR(GIN_ERR_SYSTEM, "ofi: rank %d: %s (provider %s): %s",   \
                        rank, what, fi->fabric_attr->prov_name,                 \
-                       fi_strerror(-rc));                                      \
+                       gin_ofi_lib()->strerror(-rc));                          \
   } while (0)
-  OFI_TRY(fi_fabric(fi->fabric_attr, &s->fabric, NULL), "fi_fabric");
+  OFI_TRY(gin_ofi_lib()->fabric(fi->fabric_attr, &s->fabric, NULL),
+          "fi_fabric");
   OFI_TRY(fi_domain(s->fabric, fi, &s->domain, NULL), "fi_domain");
   /* Room for every completion that can be pending at once: sends,
    * receives, this rank's writes and the peers' write tokens. */

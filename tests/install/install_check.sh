@@ -98,8 +98,8 @@ else
 fi
 
 # 3. The plain line: the include folder and the static library, no define,
-#    and the libraries gin-host.pc names as private (libfabric where the
-#    build has the ofi transport).
+#    and the libraries gin-host.pc names as private (-ldl where the build
+#    has the ofi transport: it loads libfabric when ofi opens).
 private=$(sed -n 's/^Libs.private: //p' "$L/pkgconfig/gin-host.pc")
 run "consumer: plain compile line" $CC -I"$P/include" \
   "$S/tests/install/consumer/consumer.c" "$L/libgin_host.a" $private \

@@ -92,3 +92,15 @@ def test_struct_sizes(monkeypatch):
     with pytest.raises(_lib.GinError, match="gin_ep_combine_opts_t is 4 "
                        "bytes .* but 8 in this gin_comm"):
         _lib._check_structs()
+
+
+def test_signals_ofi():
+    """A process that loads the package and opens the ofi transport keeps
+    its signal handlers, and Ctrl-C raises KeyboardInterrupt
+    (ranks_signals.py), at 2 ranks through libfabric's tcp provider."""
+    env = {"GIN_TRANSPORT": "ofi", "GIN_OFI_PROVIDER": "tcp",
+           "GIN_BACKEND": "proxy"}
+    p = launch(2, "ranks_signals.py", env=env, timeout=120)
+    if "SKIP: this build has no ofi transport" in p.stdout:
+        pytest.skip("the package was built without libfabric")
+    all_ok(p, 2)

@@ -1,0 +1,103 @@
+/*
+ * Loading libfabric (ofi_lib.h).
+ */
+#define _GNU_SOURCE
+#include "transport/ofi_lib.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/base.h"
+
+/* The versions the build's libfabric gives each symbol by default (what a
+ * link against it binds; CMake reads them from the library), or "" to
+ * take the loaded library's default. */
+#ifndef GIN_OFI_V_GETINFO
+#define GIN_OFI_V_GETINFO ""
+#endif
+#ifndef GIN_OFI_V_FREEINFO
+#define GIN_OFI_V_FREEINFO ""
+#endif
+#ifndef GIN_OFI_V_DUPINFO
+#define GIN_OFI_V_DUPINFO ""
+#endif
+#ifndef GIN_OFI_V_FABRIC
+#define GIN_OFI_V_FABRIC ""
+#endif
+#ifndef GIN_OFI_V_STRERROR
+#define GIN_OFI_V_STRERROR ""
+#endif
+#ifndef GIN_OFI_LIB_PATH
+#define GIN_OFI_LIB_PATH ""
+#endif
+
+static gin_ofi_lib_t ofi_fns;
+static int ofi_loaded;
+static char ofi_why[512];
+
+/* Provider defaults gin sets for its process where the user has not,
+ * before libfabric first reads them. tcp;ofi_rxm's shared receive pool:
+ * 4096 bounce buffers of 16 KiB an endpoint by default, 64 MB that cost
+ * each communicator's init 25 ms and that the first messages touch page
+ * by page; the transport keeps at most OFI_TX_PEER messages in flight to
+ * a peer and posts OFI_RX_BUFS receives, which 512 cover for 32 peers at
+ * once (8 MB, 9 ms). libinfinipath (linked by Debian's libfabric for its
+ * psm provider) installs its signal handlers at load unless
+ * IPATH_NO_BACKTRACE is set. A process that loaded libfabric before
+ * keeps what it had. */
+static void ofi_env_defaults(void) {
+  if (!getenv("FI_OFI_RXM_MSG_RX_SIZE"))
+    setenv("FI_OFI_RXM_MSG_RX_SIZE", "512", 0);
+  if (!getenv("IPATH_NO_BACKTRACE")) setenv("IPATH_NO_BACKTRACE", "1", 0);
+}
+
+static void *ofi_sym(void *h, const char *name, const char *version) {
+  void *p = version[0] ? dlvsym(h, name, version) : NULL;
+  return p ? p : dlsym(h, name);
+}
+
+static void ofi_load(void) {
+  ofi_env_defaults();
+  void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+  const char *err1 = h ? "" : dlerror();
+  char first[256];
+  snprintf(first, sizeof first, "%s", err1 ? err1 : "");
+  if (!h && GIN_OFI_LIB_PATH[0])
+    h = dlopen(GIN_OFI_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *err2 = dlerror();
+    snprintf(ofi_why, sizeof ofi_why,
+             "ofi: libfabric could not be loaded (%s%s%s): install libfabric "
+             "(Debian: libfabric1) or put its directory in LD_LIBRARY_PATH",
+             first, GIN_OFI_LIB_PATH[0] ? "; " : "",
+             GIN_OFI_LIB_PATH[0] && err2 ? err2 : "");
+    return;
+  }
+  *(void **)&ofi_fns.getinfo = ofi_sym(h, "fi_getinfo", GIN_OFI_V_GETINFO);
+  *(void **)&ofi_fns.freeinfo = ofi_sym(h, "fi_freeinfo", GIN_OFI_V_FREEINFO);
+  *(void **)&ofi_fns.dupinfo = ofi_sym(h, "fi_dupinfo", GIN_OFI_V_DUPINFO);
+  *(void **)&ofi_fns.fabric = ofi_sym(h, "fi_fabric", GIN_OFI_V_FABRIC);
+  *(void **)&ofi_fns.strerror = ofi_sym(h, "fi_strerror", GIN_OFI_V_STRERROR);
+  if (!ofi_fns.getinfo || !ofi_fns.freeinfo || !ofi_fns.dupinfo ||
+      !ofi_fns.fabric || !ofi_fns.strerror) {
+    snprintf(ofi_why, sizeof ofi_why,
+             "ofi: the libfabric loaded lacks fi_getinfo, fi_freeinfo, "
+             "fi_dupinfo, fi_fabric or fi_strerror");
+    return; /* stays loaded: unloading a library with constructors is not
+             * safe in general */
+  }
+  ofi_loaded = 1;
+}
+
+static pthread_once_t ofi_once = PTHREAD_ONCE_INIT;
+
+const gin_ofi_lib_t *gin_ofi_lib(void) {
+  pthread_once(&ofi_once, ofi_load);
+  if (!ofi_loaded) {
+    GIN_ERROR(GIN_ERR_UNSUPPORTED, "%s", ofi_why);
+    return NULL;
+  }
+  return &ofi_fns;
+}
