@@ -4,9 +4,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "comm/bootstrap.h"
@@ -14,7 +17,8 @@
 GIN_PARAM_STR(param_root_addr, "ROOT_ADDR", "127.0.0.1",
               "address (or host name) the bootstrap root listens on and "
               "advertises in the unique id; set it to an address every host "
-              "of a multi-host job can reach")
+              "of a multi-host job can reach (unset: MASTER_ADDR where it is "
+              "an address of this host, as under torchrun, else 127.0.0.1)")
 GIN_PARAM_INT(param_root_port, "ROOT_PORT", 0,
               "TCP port of the bootstrap root; 0 picks a free port (with "
               "mpirun/srun/torchrun the port must be fixed: see "
@@ -38,6 +42,41 @@ GIN_PARAM_INT(param_root_timeout_ms, "ROOT_TIMEOUT_MS", 600000,
               "ginrun) waits for all ranks to join, in ms (at least "
               "GIN_TIMEOUT_MS)")
 
+/* Whether host (a name or an address) is an address of this machine: one
+ * of its resolutions can be bound. */
+static int uid_addr_is_here(const char *host) {
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host, NULL, &hints, &res) != 0) return 0;
+  int here = 0;
+  for (struct addrinfo *a = res; a && !here; a = a->ai_next) {
+    int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    here = bind(fd, a->ai_addr, a->ai_addrlen) == 0; /* port 0: any */
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return here;
+}
+
+/* Where the root listens: GIN_ROOT_ADDR; unset, MASTER_ADDR where it is
+ * this host's (torchrun names the host of rank 0 there, which every rank
+ * reaches: a job id made through a torch.distributed group then works
+ * across hosts as is); else the default, 127.0.0.1 (one host). */
+static const char *uid_root_addr(void) {
+  const char *set = getenv("GIN_ROOT_ADDR");
+  const char *master = getenv("MASTER_ADDR");
+  if ((!set || !*set) && master && *master && uid_addr_is_here(master)) {
+    GIN_INFO(INIT,
+             "unique id: bootstrap root at MASTER_ADDR %s (GIN_ROOT_ADDR "
+             "unset)",
+             master);
+    return master;
+  }
+  return param_root_addr();
+}
+
 gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out) {
   GIN_ARG_CHECK(uid_out, "gin_get_unique_id: uid_out is NULL");
   GIN_ARG_CHECK(nranks >= 1 && nranks <= GIN_MAX_RANKS,
@@ -52,7 +91,7 @@ gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out) {
    * they join: its own bound, longer than the per-wait timeout. */
   int64_t wait = param_root_timeout_ms();
   if (wait < gin_timeout_ms()) wait = gin_timeout_ms();
-  return gin_bs_root_start(nranks, param_root_addr(), (int)port, secret, wait,
+  return gin_bs_root_start(nranks, uid_root_addr(), (int)port, secret, wait,
                            uid_out);
 }
 

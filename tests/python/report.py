@@ -7,13 +7,39 @@ import os
 import sys
 
 
+def _iface_to(addr):
+    """The interface whose IPv4 network holds addr, or None."""
+    import ipaddress
+    import subprocess
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show"],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 3 and f[2] == "inet" and ipaddress.ip_address(addr) in \
+                ipaddress.ip_network(f[3], strict=False):
+            return f[1]
+    return None
+
+
 def gloo_group():
-    """This rank under ginrun in a gloo group of every rank, rendezvous at
-    the port in argv[1]: (ranks, rank, group)."""
+    """This rank in a gloo group of every rank, rendezvous at the port in
+    argv[1]: (ranks, rank, group). Under ginrun (GIN_RANK, GIN_NRANKS) on
+    this host; started as torchrun starts ranks (RANK, WORLD_SIZE,
+    MASTER_ADDR), at MASTER_ADDR, so that the job may span hosts."""
     import torch.distributed as dist
     port = int(sys.argv[1])
-    n, me = int(os.environ["GIN_NRANKS"]), int(os.environ["GIN_RANK"])
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+    env = os.environ
+    if "GIN_RANK" in env:
+        n, me, at = int(env["GIN_NRANKS"]), int(env["GIN_RANK"]), "127.0.0.1"
+    else:
+        n, me, at = int(env["WORLD_SIZE"]), int(env["RANK"]), \
+            env["MASTER_ADDR"]
+        # gloo connects its pairs from the hostname's address, loopback
+        # in a network namespace: the interface that reaches MASTER_ADDR.
+        iface = _iface_to(at)
+        if iface:
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", iface)
+    dist.init_process_group("gloo", init_method=f"tcp://{at}:{port}",
                             rank=me, world_size=n)
     return n, me, dist.new_group(list(range(n)))
 

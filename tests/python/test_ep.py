@@ -2,7 +2,9 @@
 its outputs against ep_ref.py computed in one process: the array-level
 Ep on NumPy arrays and on torch CPU tensors (ranks_ep.py), DeepEP's
 low-latency API through gin_comm.deep_ep on a gloo group
-(ranks_deep_ep.py), its normal mode (ranks_deep_ep_normal.py), the same captured in CUDA graphs (ranks_graph.py,
+(ranks_deep_ep.py), its normal mode (ranks_deep_ep_normal.py; also
+across two network namespaces, over tcp and ofi), the same captured in
+CUDA graphs (ranks_graph.py,
 cuda target), and a rank killed mid-run (ranks_kill.py). The torch
 tests skip where torch is not installed, unless GIN_REQUIRE_TORCH=1 (CI
 sets it)."""
@@ -43,6 +45,36 @@ def test_deep_ep_normal(n):
     """DeepEP's normal mode (ranks_deep_ep_normal.py)."""
     need_torch()
     all_ok(launch(n, "ranks_deep_ep_normal.py", free_port()), n)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "ofi"])
+def test_deep_ep_normal_hosts(transport):
+    """DeepEP's normal mode across two hosts: ranks_deep_ep_normal.py at 4
+    ranks, 2 in each of two network namespaces (tests/transport/
+    multihost.sh; root only), started as torchrun starts ranks. The
+    Buffer's job id goes through the gloo group, its bootstrap root at
+    MASTER_ADDR with nothing set; the direct path or ipc within a host,
+    tcp or ofi (tcp;ofi_rxm) across."""
+    need_torch()
+    script = os.path.join(HERE, "..", "transport", "multihost.sh")
+    env = dict(os.environ, MULTIHOST_TRANSPORT=transport)
+    p = subprocess.run(["bash", script, "env", f"PYTHONPATH={HERE}",
+                        sys.executable,
+                        os.path.join(HERE, "ranks_deep_ep_normal.py"),
+                        "29600"], capture_output=True, text=True,
+                       timeout=500, env=env)
+    out = p.stdout + p.stderr
+    if p.returncode == 77:
+        if os.environ.get("GIN_REQUIRE_NETNS") == "1":
+            pytest.fail("no network namespaces (GIN_REQUIRE_NETNS=1): " +
+                        out[-2000:])
+        pytest.skip("network namespaces need root")
+    if transport == "ofi" and "this build has no ofi transport" in out:
+        pytest.skip("the package was built without libfabric")
+    assert p.returncode == 0, out[-8000:]
+    for job in ("auto", "proxy"):  # multihost.sh runs the job twice
+        for r in range(4):
+            assert f"[{job} {r}] rank {r}/4: OK" in p.stdout, out[-8000:]
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
