@@ -19,6 +19,8 @@
  *   hostbarrier  gin_comm_barrier in a loop
  *   ep           EP dispatch and combine in a loop (the victim dies inside
  *                gin_ep_dispatch)
+ *   epn          EP normal mode in a loop: layout, notify, dispatch,
+ *                combine (the victim dies inside gin_epn_dispatch)
  * --victim V: the rank that dies (default 1). --expect E: the rank the
  * errors must name (default V; another value makes the test fail, to show
  * that it can). The victim writes the kill time (CLOCK_MONOTONIC) to
@@ -42,6 +44,7 @@
 
 #include "fault_util.h"
 #include "gin/gin_ep.h"
+#include "gin/gin_ep_normal.h"
 #include "test_common.h"
 
 #define CHUNK 4096
@@ -49,6 +52,7 @@
 #define EP_T 8
 #define EP_H 128
 #define EP_K 2
+#define EPN_C 2 /* normal mode: channels */
 
 enum { MODE_PUTS, MODE_BARRIER, MODE_WAIT };
 
@@ -189,7 +193,22 @@ typedef struct setup {
   uint16_t *x, *out;
   int32_t *idx;
   float *w;
+  /* normal mode: the buffer, the layout's outputs, a handle and receive
+   * arrays for every row that can come (R x T) */
+  gin_epn_t epn;
+  int32_t *pr, *pe, *counts;
+  uint8_t *in_rank;
+  gin_epn_handle_t h;
+  void *rx;
+  float *rw;
+  int64_t *ri;
 } setup_t;
+
+static void *dev_alloc(size_t bytes) {
+  void *p = NULL;
+  TCHECK(gin_mem_alloc(bytes, &p));
+  return p;
+}
 
 static void setup_make(run_t *r, setup_t *s) {
   size_t win_bytes = (size_t)(r->nranks + 1) * CHUNK;
@@ -203,9 +222,29 @@ static void setup_make(run_t *r, setup_t *s) {
   reqs.contexts = 1;
   reqs.barriers = 1;
   TCHECK(gin_devcomm_create(r->comm, &reqs, &s->dc));
-  if (strcmp(r->scenario, "ep") != 0) return;
-  gin_ep_config_t cfg = {EP_T, EP_H, EP_K, 2 * r->nranks, 0};
-  TCHECK(gin_ep_create(r->comm, &cfg, &s->ep));
+  int normal = !strcmp(r->scenario, "epn");
+  if (strcmp(r->scenario, "ep") != 0 && !normal) return;
+  if (normal) {
+    int R = r->nranks, E = 2 * R;
+    gin_epn_config_t cfg = {EP_H, EP_K, E, EPN_C, 8};
+    TCHECK(gin_epn_create(r->comm, &cfg, &s->epn));
+    s->pr = (int32_t *)dev_alloc((size_t)R * 4);
+    s->pe = (int32_t *)dev_alloc((size_t)E * 4);
+    s->counts = (int32_t *)dev_alloc((size_t)(1 + E / R) * 4);
+    s->in_rank = (uint8_t *)dev_alloc((size_t)EP_T * R);
+    s->h.send_head = (int32_t *)dev_alloc((size_t)EP_T * R * 4);
+    s->h.chan_prefix = (int32_t *)dev_alloc((size_t)R * EPN_C * 4);
+    s->h.rank_prefix = (int32_t *)dev_alloc((size_t)R * 4);
+    s->h.recv_chan_prefix = (int32_t *)dev_alloc((size_t)R * EPN_C * 4);
+    s->h.capacity = R * EP_T;
+    s->h.recv_src_idx = (int32_t *)dev_alloc((size_t)R * EP_T * 4);
+    s->rx = dev_alloc((size_t)R * EP_T * EP_H * 2);
+    s->rw = (float *)dev_alloc((size_t)R * EP_T * EP_K * 4);
+    s->ri = (int64_t *)dev_alloc((size_t)R * EP_T * EP_K * 8);
+  } else {
+    gin_ep_config_t cfg = {EP_T, EP_H, EP_K, 2 * r->nranks, 0};
+    TCHECK(gin_ep_create(r->comm, &cfg, &s->ep));
+  }
   uint16_t x[EP_T * EP_H];
   int32_t idx[EP_T * EP_K];
   float w[EP_T * EP_K];
@@ -255,6 +294,40 @@ static gin_result_t ep_step(run_t *r, setup_t *s) {
   return rc;
 }
 
+/* One normal-mode step: layout, counts, dispatch (the victim dies in it),
+ * then combine. */
+static gin_result_t epn_step(run_t *r, setup_t *s) {
+  gin_result_t rc = gin_epn_layout(s->epn, s->idx, 0, EP_T, EP_K, s->pr, s->pe,
+                                   s->in_rank, NULL);
+  if (rc == GIN_SUCCESS)
+    rc = gin_epn_notify(s->epn, s->in_rank, s->pe, EP_T, EPN_C, &s->h,
+                        s->counts, NULL);
+  gin_epn_dispatch_args_t da;
+  memset(&da, 0, sizeof da);
+  da.x = s->x;
+  da.topk_idx = s->idx;
+  da.topk_weights = s->w;
+  da.num_topk = EP_K;
+  da.chunk = 2;
+  da.recv_x = s->rx;
+  da.recv_topk_idx = s->ri;
+  da.recv_topk_weights = s->rw;
+  __atomic_store_n(&in_call, 1, __ATOMIC_RELEASE);
+  if (rc == GIN_SUCCESS) rc = gin_epn_dispatch(s->epn, &da, &s->h, NULL);
+  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+  __atomic_store_n(&in_call, 0, __ATOMIC_RELEASE);
+  if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(r->comm);
+  gin_epn_combine_args_t ca;
+  memset(&ca, 0, sizeof ca);
+  ca.x = (const uint16_t *)s->rx;
+  ca.chunk = 2;
+  ca.out = s->out;
+  if (rc == GIN_SUCCESS) rc = gin_epn_combine(s->epn, &ca, &s->h, NULL);
+  if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
+  if (rc == GIN_SUCCESS) rc = gin_comm_get_async_error(r->comm);
+  return rc;
+}
+
 /* The scenario, until it fails (the victim never returns from it). */
 static gin_result_t scenario_run(run_t *r, setup_t *s, const char **what) {
   const char *sc = r->scenario;
@@ -267,10 +340,14 @@ static gin_result_t scenario_run(run_t *r, setup_t *s, const char **what) {
     return run_kernel(r->comm, &a);
   }
   gin_result_t rc = GIN_SUCCESS;
-  *what = !strcmp(sc, "ep") ? "EP dispatch/combine" : "gin_comm_barrier";
+  *what = !strcmp(sc, "ep")    ? "EP dispatch/combine"
+          : !strcmp(sc, "epn") ? "EP normal-mode dispatch/combine"
+                               : "gin_comm_barrier";
   for (long i = 0; i < (1L << 30) && rc == GIN_SUCCESS; i++) {
     if (!strcmp(sc, "ep")) {
       rc = ep_step(r, s);
+    } else if (!strcmp(sc, "epn")) {
+      rc = epn_step(r, s);
     } else {
       __atomic_store_n(&in_call, 1, __ATOMIC_RELEASE);
       rc = gin_comm_barrier(r->comm);
@@ -298,6 +375,10 @@ static void later_calls(run_t *r, setup_t *s) {
   expect_death(r, "later gin_devcomm_create", rc, now_ns(), 0);
   rc = gin_ep_create(r->comm, &cfg, &ep2);
   expect_death(r, "later gin_ep_create", rc, now_ns(), 0);
+  gin_epn_t epn2;
+  gin_epn_config_t ncfg = {EP_H, EP_K, 2 * r->nranks, EPN_C, 8};
+  rc = gin_epn_create(r->comm, &ncfg, &epn2);
+  expect_death(r, "later gin_epn_create", rc, now_ns(), 0);
   kargs_t a = kargs(s, MODE_WAIT, 1);
   rc = run_kernel(r->comm, &a);
   expect_death(r, "later device wait", rc, now_ns(), 0);
@@ -311,6 +392,24 @@ static void teardown(run_t *r, setup_t *s, int tasks0) {
   if (s->ep) { /* releases everything, and says why it was not collective */
     rc = gin_ep_destroy(s->ep);
     expect_death(r, "gin_ep_destroy", rc, now_ns(), 0);
+  }
+  if (s->epn) { /* the same */
+    rc = gin_epn_destroy(s->epn);
+    expect_death(r, "gin_epn_destroy", rc, now_ns(), 0);
+    void *arrays[] = {s->pr,
+                      s->pe,
+                      s->counts,
+                      s->in_rank,
+                      s->h.send_head,
+                      s->h.chan_prefix,
+                      s->h.rank_prefix,
+                      s->h.recv_chan_prefix,
+                      s->h.recv_src_idx,
+                      s->rx,
+                      s->rw,
+                      s->ri};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+      MUST(r, gin_mem_free(arrays[i]));
   }
   MUST(r, gin_devcomm_destroy(r->comm, &s->dc)); /* local, succeeds */
   rc = gin_window_deregister(r->comm, s->win);
@@ -400,10 +499,11 @@ int main(int argc, char **argv) {
       late_ms = atoi(argv[++i]);
   }
   if (strcmp(r.scenario, "puts") && strcmp(r.scenario, "devbarrier") &&
-      strcmp(r.scenario, "hostbarrier") && strcmp(r.scenario, "ep")) {
+      strcmp(r.scenario, "hostbarrier") && strcmp(r.scenario, "ep") &&
+      strcmp(r.scenario, "epn")) {
     fprintf(stderr, "usage: fault SCENARIO --stamp DIR [--victim V] "
                     "[--expect E] [--late-call-ms N] (puts, devbarrier, "
-                    "hostbarrier, ep)\n");
+                    "hostbarrier, ep, epn)\n");
     return 2;
   }
   TASSERT(dir, "--stamp DIR is required");
@@ -427,6 +527,7 @@ int main(int argc, char **argv) {
   if (r.rank == victim)
     TASSERT(!pthread_create(&th, NULL, killer,
                             strcmp(r.scenario, "ep") &&
+                                    strcmp(r.scenario, "epn") &&
                                     strcmp(r.scenario, "hostbarrier")
                                 ? NULL
                                 : &r),
