@@ -21,21 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep/bench_util.h"
 #include "ep/ep_baseline.h"
 #include "ep/ep_ref.h"
 #include "gin/gin.h"
 #include "gin/gin_ep.h"
 #include "perf/perf_target.h"
 
-#define CK(call)                                                               \
-  do {                                                                         \
-    gin_result_t r_ = (call);                                                  \
-    if (r_ != GIN_SUCCESS) {                                                   \
-      fprintf(stderr, "gin-ep-bench: %s: %s: %s\n", #call, gin_strerror(r_),   \
-              gin_last_error());                                               \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define CK(call) BENCH_CK("gin-ep-bench", call)
 
 typedef struct opts {
   int T, H, K, E, fp8, iters, warmup, baseline, zero_copy;
@@ -118,11 +111,6 @@ typedef struct dev_in {
   int32_t *idx;
   float *w;
 } dev_in_t;
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* Copies a recv (device arrays) to a host one of the same shape. */
 static void recv_to_host(const gin_ep_recv_t *d, ep_ref_recv_t *h) {
@@ -266,8 +254,8 @@ static void timing(impl_t *m, dev_in_t *d, const opts_t *o, gin_comm_t comm,
     }
   }
   CK(gin_comm_get_async_error(comm));
-  qsort(td, (size_t)o->iters, sizeof *td, cmp_d);
-  qsort(tc, (size_t)o->iters, sizeof *tc, cmp_d);
+  qsort(td, (size_t)o->iters, sizeof *td, bench_cmp_d);
+  qsort(tc, (size_t)o->iters, sizeof *tc, bench_cmp_d);
   res[0] = td[o->iters / 2];
   res[1] = td[(size_t)(o->iters * 0.99)];
   res[2] = tc[o->iters / 2];
@@ -332,14 +320,14 @@ static long timing_pipelined(impl_t *m, dev_in_t *d, const opts_t *o,
       tp[j][i] = perf_marks_us(&mk, 4 * i + j, 4 * i + j + 1);
   }
   perf_marks_free(&mk);
-  qsort(td, (size_t)n, sizeof *td, cmp_d);
-  qsort(tc, (size_t)n, sizeof *tc, cmp_d);
+  qsort(td, (size_t)n, sizeof *td, bench_cmp_d);
+  qsort(tc, (size_t)n, sizeof *tc, bench_cmp_d);
   res[0] = td[n / 2];
   res[1] = td[(size_t)(n * 0.99)];
   res[2] = tc[n / 2];
   res[3] = tc[(size_t)(n * 0.99)];
   for (int j = 0; j < 4; j++) {
-    qsort(tp[j], (size_t)n, sizeof *tp[j], cmp_d);
+    qsort(tp[j], (size_t)n, sizeof *tp[j], bench_cmp_d);
     res[4 + j] = tp[j][n / 2];
     free(tp[j]);
   }
@@ -385,7 +373,7 @@ static void timing_isolated(impl_t *m, dev_in_t *d, const opts_t *o,
   for (int j = 0; j < 4; j++) {
     for (int i = 0; i < n; i++)
       t[i] = perf_marks_us(&mk, 8 * i + 2 * j, 8 * i + 2 * j + 1);
-    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    qsort(t, (size_t)n, sizeof *t, bench_cmp_d);
     res[j] = t[n / 2];
   }
   free(t);

@@ -24,21 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep/bench_util.h"
 #include "ep/ep_ref.h"
 #include "gin/gin.h"
 #include "gin/gin_ep.h"
 #include "gin/gin_ep_normal.h"
 #include "perf/perf_target.h"
 
-#define CK(call)                                                               \
-  do {                                                                         \
-    gin_result_t r_ = (call);                                                  \
-    if (r_ != GIN_SUCCESS) {                                                   \
-      fprintf(stderr, "gin-epn-bench: %s: %s: %s\n", #call, gin_strerror(r_),  \
-              gin_last_error());                                               \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define CK(call) BENCH_CK("gin-epn-bench", call)
 
 typedef struct opts {
   int tokens[16], ntokens, H, K, E, fp8, C, S, chunk, iters, warmup;
@@ -129,11 +122,6 @@ static void *dev(size_t n) {
   return p;
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Whether token t of in goes to rank r (L experts a rank). */
 static int goes(const ep_ref_input_t *in, int t, int r, int L) {
   for (int k = 0; k < in->topk; k++) {
@@ -154,11 +142,6 @@ typedef struct run {
   int64_t *ri;
   gin_epn_handle_t h;
 } run_t;
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return v[n / 2];
-}
 
 /* One timed call on every rank: barrier, the call, the stream's end.
  * kind 0 notify + host read + dispatch, 1 cached dispatch, 2 combine, 3
@@ -375,7 +358,7 @@ int main(int argc, char **argv) {
     double mine[5], *all = (double *)calloc((size_t)R * 5, sizeof(double));
     if (!all) return 1;
     for (int k = 0; k < 4; k++)
-      mine[k] = median(v[k], o.iters);
+      mine[k] = bench_median(v[k], o.iters);
     mine[4] = (double)bad;
     CK(gin_comm_allgather(comm, mine, all, sizeof mine));
     if (me == 0) {
@@ -385,7 +368,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < 4; k++) {
         for (int r = 0; r < R; r++)
           col[r] = all[(size_t)r * 5 + k];
-        m[k] = median(col, R);
+        m[k] = bench_median(col, R);
       }
       for (int r = 0; r < R; r++)
         tot_bad += all[(size_t)r * 5 + 4];
