@@ -120,6 +120,26 @@ class Exported:
         return _capsule_new(ctypes.addressof(m), b"dltensor", None)
 
 
+# ------------------------------------------------------------- streams
+
+def stream(device):
+    """The current torch stream of device ("cuda:N"), as the void * gin's
+    calls take; None (the host target's inline kernels) for "cpu"."""
+    if device == "cpu":
+        return None
+    import torch
+    return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
+
+
+def after_call(comm, device):
+    """After a call's kernels were enqueued: on the host target they ran to
+    the end in the call, so their errors (a bad expert id, a dead peer) are
+    known now and raised here; on a GPU they surface later, from the
+    stream or the communicator's async error."""
+    if device == "cpu":
+        comm.check_async()
+
+
 # ------------------------------------------------------------- passed in
 
 def _is_torch(a):

@@ -112,17 +112,10 @@ class Ep:
     # -------------------------------------------------------------- calls
 
     def _stream(self, kind):
-        if self.device == "cpu":
-            return None
-        import torch
-        return ctypes.c_void_p(
-            torch.cuda.current_stream(self.device).cuda_stream)
+        return _arrays.stream(self.device)
 
     def _after(self):
-        # Host target: the kernels ran to the end in the call, so their
-        # errors (a bad expert id, a dead peer) are known now.
-        if self.device == "cpu":
-            self.comm.check_async()
+        _arrays.after_call(self.comm, self.device)
 
     def _idx(self, topk_idx, T, what):
         ptr = _arrays.pointer(topk_idx, what, ("int64", "int32"),

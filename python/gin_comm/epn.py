@@ -15,7 +15,7 @@ import ctypes
 
 import torch
 
-from . import _lib
+from . import _arrays, _lib
 
 __all__ = ["EpNormal", "NormalHandle"]
 
@@ -107,16 +107,10 @@ class EpNormal:
             _lib.check(_lib.gin_epn_destroy(h))
 
     def _stream(self):
-        if self.device == "cpu":
-            return None
-        return ctypes.c_void_p(
-            torch.cuda.current_stream(self.device).cuda_stream)
+        return _arrays.stream(self.device)
 
     def _after(self):
-        # Host target: the kernels ran to the end in the call, so their
-        # errors are known now.
-        if self.device == "cpu":
-            self.comm.check_async()
+        _arrays.after_call(self.comm, self.device)
 
     def _empty(self, shape, dtype):
         return torch.empty(shape, dtype=dtype, device=self.device)
