@@ -51,7 +51,17 @@ What differs, by design:
   dispatch without a handle and without num_worst_tokens reads the row
   count on the host, as DeepEP's does. The handle is DeepEP's 6-tuple
   (only rank_prefix_matrix's column of this rank is filled, the one
-  DeepEP reads). The internode calls (several hosts) are not here.
+  DeepEP reads). Groups of more than 8 ranks take DeepEP's internode
+  shapes (its nodes of 8 ranks, node = rank // 8): get_dispatch_layout
+  gives num_tokens_per_rdma_rank, and the handle is DeepEP's internode
+  10-tuple, with is_token_in_rank, gbl_channel_prefix_matrix,
+  recv_gbl_channel_prefix_matrix, recv_gbl_rank_prefix_sum (what
+  DeepEP's test reads), recv_src_meta (each row's source index) and
+  send_nvl_head (each token's place per destination rank) filled; its
+  four RDMA-stage entries are None, since gin sends each token straight
+  to every destination rank (the direct path within a host, the proxy
+  across hosts) with no node-level forwarding for them to describe. Any
+  group size runs either way.
 LogFMT combine and the wait-cost statistics are not implemented:
 calling them raises NotImplementedError naming them.
 """
@@ -66,12 +76,13 @@ from .epn import EpNormal
 __all__ = ["Buffer", "Config", "EventOverlap"]
 
 _NAME = "gin_comm.deep_ep"
+_NVL = 8  # DeepEP's ranks a node (NUM_MAX_NVL_PEERS): more is internode
 
 
 def _unsupported(what):
     return NotImplementedError(
         f"{_NAME}: {what} is not supported (gin implements DeepEP's "
-        f"low-latency API and its intranode normal mode)")
+        f"low-latency API and its normal mode)")
 
 
 class Config:
@@ -401,8 +412,10 @@ class Buffer:
                             async_finish=False,
                             allocate_on_comm_stream=False):
         """DeepEP's get_dispatch_layout: (num_tokens_per_rank [R] int32,
-        None, num_tokens_per_expert [E] int32, is_token_in_rank [T, R]
-        bool, event), on the current stream. Ids outside [0, E) count
+        num_tokens_per_rdma_rank ([ceil(R / 8)] int32: tokens with an
+        expert on each node of 8 ranks; None for 8 ranks or fewer),
+        num_tokens_per_expert [E] int32, is_token_in_rank [T, R] bool,
+        event), on the current stream. Ids outside [0, E) count
         nowhere here (the dispatch that carries them fails naming them)."""
         self._wait(previous_event)
         R, E = self.group_size, num_experts
@@ -424,9 +437,15 @@ class Buffer:
         in_rank.scatter_(1, r, True)
         in_rank = in_rank[:, :R].contiguous()
         per_rank = in_rank.sum(0, dtype=torch.int32)
+        per_node = None
+        if R > _NVL:  # DeepEP's internode shape: tokens to each node
+            per_node = torch.stack(
+                [in_rank[:, n:n + _NVL].any(1) for n in range(0, R, _NVL)],
+                1).sum(0, dtype=torch.int32)
         event = EventOverlap(_record() if async_finish else None,
                              (topk_idx,) if async_finish else None)
-        return per_rank, None, per_expert[:E].to(torch.int32), in_rank, event
+        return per_rank, per_node, per_expert[:E].to(torch.int32), in_rank, \
+            event
 
     def dispatch(self, x, handle=None, num_tokens_per_rank=None,
                  num_tokens_per_rdma_rank=None, is_token_in_rank=None,
@@ -483,12 +502,18 @@ class Buffer:
                                      topk_weights=topk_weights, chunk=chunk,
                                      worst=num_worst_tokens > 0)
         R = self.group_size
-        rank_prefix = torch.zeros((R, R), dtype=torch.int32,
-                                  device=h.rank_prefix.device)
-        rank_prefix[:, self.rank] = h.rank_prefix
-        handle = _NormalHandle((rank_prefix, h.chan_prefix,
-                                h.recv_chan_prefix, h.recv_src_idx,
-                                is_token_in_rank, h.send_head), h)
+        if R > _NVL:  # DeepEP's internode handle (RDMA stage: none here)
+            handle = _NormalHandle((is_token_in_rank, None, h.chan_prefix,
+                                    None, None, h.recv_chan_prefix,
+                                    h.rank_prefix, h.recv_src_idx, None,
+                                    h.send_head), h)
+        else:
+            rank_prefix = torch.zeros((R, R), dtype=torch.int32,
+                                      device=h.rank_prefix.device)
+            rank_prefix[:, self.rank] = h.rank_prefix
+            handle = _NormalHandle((rank_prefix, h.chan_prefix,
+                                    h.recv_chan_prefix, h.recv_src_idx,
+                                    is_token_in_rank, h.send_head), h)
         event = EventOverlap(_record() if async_finish else None,
                              (x, scales, topk_idx, topk_weights)
                              if async_finish else None)
@@ -514,13 +539,18 @@ class Buffer:
         return out, ow, event
 
     def internode_dispatch(self, *args, **kwargs):
-        raise _unsupported("internode_dispatch (normal mode)")
+        """DeepEP's internode_dispatch: dispatch (one path for any group:
+        the direct path within a host, the proxy across hosts)."""
+        return self.dispatch(*args, **kwargs)
 
     def internode_combine(self, *args, **kwargs):
-        raise _unsupported("internode_combine (normal mode)")
+        """DeepEP's internode_combine: combine."""
+        return self.combine(*args, **kwargs)
 
     # DeepEP's recommended configs by rank count (its intranode table):
-    # (num_max_nvl_chunked_send_tokens, _recv_tokens, rdma send, recv).
+    # (num_max_nvl_chunked_send_tokens, _recv_tokens, rdma send, recv);
+    # other counts take the 8-rank one (gin's channels and chunks are what
+    # a config sets; its RDMA fields are not used).
     _DISPATCH = {2: (24, 256, 6, 128), 4: (6, 256, 6, 128),
                  8: (6, 256, 6, 128)}
     _COMBINE = {2: (10, 256, 6, 128), 4: (9, 256, 6, 128),
@@ -529,7 +559,8 @@ class Buffer:
     @staticmethod
     def get_dispatch_config(num_ranks):
         """DeepEP's recommended dispatch config for num_ranks (2, 4 or 8
-        ranks of one host), with Buffer.num_sms."""
+        ranks of one host; other counts: the 8-rank one), with
+        Buffer.num_sms."""
         return Buffer._config(Buffer._DISPATCH, num_ranks)
 
     @staticmethod
@@ -539,17 +570,21 @@ class Buffer:
 
     @staticmethod
     def _config(table, num_ranks):
-        if num_ranks not in table:
-            raise _unsupported(f"a recommended config for {num_ranks} ranks "
-                               f"(gin has DeepEP's for "
-                               f"{', '.join(map(str, table))}; pass a Config)")
-        return Config(Buffer.num_sms, *table[num_ranks])
+        if int(num_ranks) < 1:
+            raise _lib.error(_lib.ERR_INVALID, f"{_NAME}: a config for "
+                             f"{num_ranks} ranks")
+        return Config(Buffer.num_sms, *table.get(num_ranks, table[_NVL]))
 
 
 class _NormalHandle(tuple):
     """DeepEP's intranode handle (rank_prefix_matrix, channel_prefix_matrix,
     recv_channel_prefix_matrix, recv_src_idx, is_token_in_rank, send_head),
-    carrying gin's (NormalHandle) for the calls that reuse it."""
+    or its internode one (is_token_in_rank, rdma_channel_prefix_matrix,
+    gbl_channel_prefix_matrix, recv_rdma_channel_prefix_matrix,
+    recv_rdma_rank_prefix_sum, recv_gbl_channel_prefix_matrix,
+    recv_gbl_rank_prefix_sum, recv_src_meta, send_rdma_head,
+    send_nvl_head) for more than 8 ranks, carrying gin's (NormalHandle)
+    for the calls that reuse it."""
 
     def __new__(cls, items, gin):
         h = super().__new__(cls, items)

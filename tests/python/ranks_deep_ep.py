@@ -235,7 +235,8 @@ def main():
     for call, words in [
             (lambda: buf.low_latency_combine(recv_x, idx, w, handle,
                                              use_logfmt=True), "use_logfmt"),
-            (lambda: buf.internode_dispatch(x), "internode_dispatch"),
+            (lambda: buf.get_local_buffer_tensor(torch.bfloat16),
+             "get_local_buffer_tensor"),
             (lambda: buf.low_latency_dispatch(
                 x, idx, M, E, dispatch_wait_recv_cost_stats=torch.zeros(
                     (n, n), dtype=torch.int64)),

@@ -7,7 +7,9 @@ dispatch with the handle, combine with weights and biases, async events
 and previous events. Every output is checked against a reference
 computed in this process from every rank's inputs: layout and dispatch
 exactly (row order, values, scales, local top-k ids and weights, counts,
-the handle's rank_prefix_matrix column), combine within bf16 rounding.
+the handle's rank_prefix_matrix column; above 8 ranks DeepEP's internode
+shapes: num_tokens_per_rdma_rank and the handle's recv_gbl_rank_prefix_sum),
+combine within bf16 rounding.
 argv: PORT (the gloo rendezvous). Prints "rank R/N: OK"."""
 
 import sys
@@ -63,8 +65,16 @@ def run(buf, me, R, seed, fp8, with_topk, worst, cached, fails):
         idx, E, async_finish=True)
     ev.current_stream_wait()
     want_in = torch.stack([goes(ins[me][1], r) for r in range(R)], 1)
-    if per_rdma is not None or not torch.equal(in_rank.cpu(), want_in):
+    if not torch.equal(in_rank.cpu(), want_in):
         fails.append("is_token_in_rank")
+    if R > 8:  # DeepEP's internode shape: tokens with an expert on a node
+        want_node = torch.stack([want_in[:, n:n + 8].any(1)
+                                 for n in range(0, R, 8)], 1).sum(
+                                     0, dtype=torch.int32)
+        if per_rdma is None or not torch.equal(per_rdma.cpu(), want_node):
+            fails.append("num_tokens_per_rdma_rank")
+    elif per_rdma is not None:
+        fails.append("num_tokens_per_rdma_rank for one node")
     if not torch.equal(per_rank.cpu(), want_in.sum(0, dtype=torch.int32)):
         fails.append("num_tokens_per_rank")
     want_pe = torch.tensor([int((ins[me][1] == e).sum()) for e in range(E)],
@@ -103,14 +113,18 @@ def run(buf, me, R, seed, fp8, with_topk, worst, cached, fails):
         elif not torch.equal(rx[i].cpu(), want_x[i]):
             fails.append(f"row {i} (rank {s} token {t})")
             break
-    src_idx = handle[3].cpu()
-    if [int(v) for v in src_idx[:N]] != [t for _, t in rows]:
-        fails.append("recv_src_idx")
-    rpm = handle[0].cpu()[:, me]
+    # The handle: intranode (6) or internode (10 entries, more than 8
+    # ranks), each row's source index and the rows from ranks 0..r.
+    src_idx = handle[7 if R > 8 else 3].cpu()
+    if len(handle) != (10 if R > 8 else 6) or \
+            [int(v) for v in src_idx[:N]] != [t for _, t in rows]:
+        fails.append("recv_src_idx (recv_src_meta)")
+    rpm = handle[-4].cpu() if R > 8 else handle[0].cpu()[:, me]
     want_rpm = torch.tensor([sum(1 for s, _ in rows if s <= r)
                              for r in range(R)], dtype=torch.int32)
     if not torch.equal(rpm, want_rpm):
-        fails.append(f"rank_prefix_matrix[:, {me}] {rpm.tolist()}")
+        fails.append(f"{'recv_gbl_rank_prefix_sum' if R > 8 else 'rank_prefix_matrix'}"
+                     f" {rpm.tolist()}")
     want_counts = [int(sum(int((ins[s][1] == me * PER_RANK + l).sum())
                            for s in range(R))) for l in range(PER_RANK)]
     want_counts = [] if worst else [(n + 1) // 2 * 2 for n in want_counts]

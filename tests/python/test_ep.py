@@ -47,17 +47,21 @@ def test_deep_ep_normal(n):
     all_ok(launch(n, "ranks_deep_ep_normal.py", free_port()), n)
 
 
-@pytest.mark.parametrize("transport", ["tcp", "ofi"])
-def test_deep_ep_normal_hosts(transport):
-    """DeepEP's normal mode across two hosts: ranks_deep_ep_normal.py at 4
-    ranks, 2 in each of two network namespaces (tests/transport/
+@pytest.mark.parametrize("transport,n", [("tcp", 4), ("ofi", 4),
+                                         ("tcp", 16)])
+def test_deep_ep_normal_hosts(transport, n):
+    """DeepEP's normal mode across two hosts: ranks_deep_ep_normal.py at n
+    ranks, n / 2 in each of two network namespaces (tests/transport/
     multihost.sh; root only), started as torchrun starts ranks. The
     Buffer's job id goes through the gloo group, its bootstrap root at
     MASTER_ADDR with nothing set; the direct path or ipc within a host,
-    tcp or ofi (tcp;ofi_rxm) across."""
+    tcp or ofi (tcp;ofi_rxm) across. 16 ranks: two of DeepEP's nodes of 8,
+    so its internode shapes (num_tokens_per_rdma_rank, the internode
+    handle)."""
     need_torch()
     script = os.path.join(HERE, "..", "transport", "multihost.sh")
-    env = dict(os.environ, MULTIHOST_TRANSPORT=transport)
+    env = dict(os.environ, MULTIHOST_TRANSPORT=transport,
+               MULTIHOST_RANKS=str(n))
     p = subprocess.run(["bash", script, "env", f"PYTHONPATH={HERE}",
                         sys.executable,
                         os.path.join(HERE, "ranks_deep_ep_normal.py"),
@@ -73,8 +77,8 @@ def test_deep_ep_normal_hosts(transport):
         pytest.skip("the package was built without libfabric")
     assert p.returncode == 0, out[-8000:]
     for job in ("auto", "proxy"):  # multihost.sh runs the job twice
-        for r in range(4):
-            assert f"[{job} {r}] rank {r}/4: OK" in p.stdout, out[-8000:]
+        for r in range(n):
+            assert f"[{job} {r}] rank {r}/{n}: OK" in p.stdout, out[-8000:]
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
