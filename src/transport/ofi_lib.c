@@ -34,6 +34,7 @@
 #endif
 
 static gin_ofi_lib_t ofi_fns;
+static void *ofi_handle; /* kept for the process's life: never closed */
 static int ofi_loaded;
 static char ofi_why[512];
 
@@ -60,12 +61,12 @@ static void *ofi_sym(void *h, const char *name, const char *version) {
 
 static void ofi_load(void) {
   ofi_env_defaults();
-  void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *h = ofi_handle = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
   const char *err1 = h ? "" : dlerror();
   char first[256];
   snprintf(first, sizeof first, "%s", err1 ? err1 : "");
   if (!h && GIN_OFI_LIB_PATH[0])
-    h = dlopen(GIN_OFI_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
+    h = ofi_handle = dlopen(GIN_OFI_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *err2 = dlerror();
     snprintf(ofi_why, sizeof ofi_why,
