@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -44,29 +45,52 @@ static char ofi_why[512];
  * each communicator's init 25 ms and that the first messages touch page
  * by page; the transport keeps at most OFI_TX_PEER messages in flight to
  * a peer and posts OFI_RX_BUFS receives, which 512 cover for 32 peers at
- * once (8 MB, 9 ms). libinfinipath (linked by Debian's libfabric for its
- * psm provider) installs its signal handlers at load unless
- * IPATH_NO_BACKTRACE is set. A process that loaded libfabric before
- * keeps what it had. */
+ * once (8 MB, 9 ms). A process that loaded libfabric before keeps what
+ * it had. */
 static void ofi_env_defaults(void) {
   if (!getenv("FI_OFI_RXM_MSG_RX_SIZE"))
     setenv("FI_OFI_RXM_MSG_RX_SIZE", "512", 0);
-  if (!getenv("IPATH_NO_BACKTRACE")) setenv("IPATH_NO_BACKTRACE", "1", 0);
 }
 
+/* The signals whose handlers a library's constructor may take:
+ * libinfinipath (linked by Debian's libfabric for its psm provider) puts
+ * a backtrace writer on all of these when it loads. */
+static const int ofi_sigs[] = {SIGINT, SIGTERM, SIGSEGV,
+                               SIGBUS, SIGILL,  SIGABRT};
+#define OFI_NSIGS (int)(sizeof ofi_sigs / sizeof ofi_sigs[0])
+
+/* dlopen, the process's handlers of ofi_sigs kept as they were. */
+static void *ofi_dlopen(const char *file) {
+  struct sigaction kept[OFI_NSIGS];
+  for (int i = 0; i < OFI_NSIGS; i++)
+    sigaction(ofi_sigs[i], NULL, &kept[i]);
+  void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+  for (int i = 0; i < OFI_NSIGS; i++)
+    sigaction(ofi_sigs[i], &kept[i], NULL);
+  return h;
+}
+
+/* name at the version the build linked against; NULL (with ofi_why set)
+ * where the library loaded lacks it: a version a build's headers do not
+ * describe would misread their structures. */
 static void *ofi_sym(void *h, const char *name, const char *version) {
-  void *p = version[0] ? dlvsym(h, name, version) : NULL;
-  return p ? p : dlsym(h, name);
+  void *p = version[0] ? dlvsym(h, name, version) : dlsym(h, name);
+  if (!p)
+    snprintf(ofi_why, sizeof ofi_why,
+             "ofi: the libfabric loaded has no %s%s%s (this gin was built "
+             "against a libfabric that has it; load that one, e.g. through "
+             "LD_LIBRARY_PATH)",
+             name, version[0] ? "@" : "", version);
+  return p;
 }
 
 static void ofi_load(void) {
   ofi_env_defaults();
-  void *h = ofi_handle = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+  void *h = ofi_handle = ofi_dlopen("libfabric.so.1");
   const char *err1 = h ? "" : dlerror();
   char first[256];
   snprintf(first, sizeof first, "%s", err1 ? err1 : "");
-  if (!h && GIN_OFI_LIB_PATH[0])
-    h = ofi_handle = dlopen(GIN_OFI_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (!h && GIN_OFI_LIB_PATH[0]) h = ofi_handle = ofi_dlopen(GIN_OFI_LIB_PATH);
   if (!h) {
     const char *err2 = dlerror();
     snprintf(ofi_why, sizeof ofi_why,
@@ -82,13 +106,9 @@ static void ofi_load(void) {
   *(void **)&ofi_fns.fabric = ofi_sym(h, "fi_fabric", GIN_OFI_V_FABRIC);
   *(void **)&ofi_fns.strerror = ofi_sym(h, "fi_strerror", GIN_OFI_V_STRERROR);
   if (!ofi_fns.getinfo || !ofi_fns.freeinfo || !ofi_fns.dupinfo ||
-      !ofi_fns.fabric || !ofi_fns.strerror) {
-    snprintf(ofi_why, sizeof ofi_why,
-             "ofi: the libfabric loaded lacks fi_getinfo, fi_freeinfo, "
-             "fi_dupinfo, fi_fabric or fi_strerror");
-    return; /* stays loaded: unloading a library with constructors is not
-             * safe in general */
-  }
+      !ofi_fns.fabric || !ofi_fns.strerror)
+    return; /* ofi_why says which; it stays loaded: unloading a library
+             * with constructors is not safe in general */
   ofi_loaded = 1;
 }
 

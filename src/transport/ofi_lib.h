@@ -4,7 +4,8 @@
  * libfabric, nor what it links (Debian's links libinfinipath, whose
  * constructor replaces the process's SIGINT, SIGTERM, SIGSEGV, SIGBUS,
  * SIGILL and SIGABRT handlers with a backtrace writer that can deadlock a
- * process being stopped), and gin runs where libfabric is not installed.
+ * process being stopped: gin puts them back when it loads libfabric), and
+ * gin runs where libfabric is not installed.
  *
  * The functions libfabric's headers do not inline, resolved at the
  * symbol versions this build linked against (ofi_lib.c): the headers'
@@ -32,10 +33,11 @@ typedef struct gin_ofi_lib {
 
 /* Loads libfabric once per process (thread safe): libfabric.so.1 from the
  * loader's search path (LD_LIBRARY_PATH first), else the one this build
- * found. First, where the user has not set them, sets libfabric's
- * provider defaults gin wants and IPATH_NO_BACKTRACE=1 (see above: the
- * process keeps its own signal handlers). Returns the functions, or NULL
- * after recording GIN_ERR_UNSUPPORTED naming what failed. */
+ * found, keeping the process's handlers of the six signals above. First,
+ * where the user has not set them, sets libfabric's provider defaults gin
+ * wants. Returns the functions, or NULL after recording
+ * GIN_ERR_UNSUPPORTED naming what failed (no libfabric, or one without a
+ * function at the version this build needs). */
 const gin_ofi_lib_t *gin_ofi_lib(void);
 
 #endif
