@@ -70,8 +70,10 @@ typedef struct gin_unique_id {
 /* Creates a unique id and starts the bootstrap root in a background thread
  * of the calling process. The root serves one job (nranks connections) and
  * then exits; it gives up after GIN_TIMEOUT_MS without all ranks.
- * The address advertised is GIN_ROOT_ADDR if set, else 127.0.0.1 (set it to
- * an address reachable from every host for multi-host jobs).
+ * The address advertised is GIN_ROOT_ADDR if set; else MASTER_ADDR's where
+ * that is a non-loopback address of this host (torchrun's rank 0 host);
+ * else 127.0.0.1 (set one of them to an address every host reaches for
+ * multi-host jobs).
  * nranks: the number of ranks that will join (1..GIN_MAX_RANKS).
  * Returns GIN_SUCCESS and writes *uid_out, or an error. Thread safe. */
 GIN_API gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out);

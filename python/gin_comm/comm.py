@@ -50,8 +50,9 @@ class Comm:
     def make_uid(size):
         """A new job id for `size` ranks (bytes), and its bootstrap root
         started in this process (at GIN_ROOT_ADDR; unset, at MASTER_ADDR
-        where that is this host's address, as under torchrun; else at
-        127.0.0.1: set one of them when ranks run on other hosts)."""
+        where that is a non-loopback address of this host, as under
+        torchrun; else at 127.0.0.1: set one of them when ranks run on
+        other hosts)."""
         u = _lib.UniqueId()
         _lib.check(_lib.gin_get_unique_id(int(size), ctypes.byref(u)))
         return ctypes.string_at(ctypes.addressof(u), _lib.UNIQUE_ID_BYTES)
