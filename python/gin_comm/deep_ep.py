@@ -558,9 +558,10 @@ class Buffer:
 
     @staticmethod
     def get_dispatch_config(num_ranks):
-        """DeepEP's recommended dispatch config for num_ranks (2, 4 or 8
-        ranks of one host; other counts: the 8-rank one), with
-        Buffer.num_sms."""
+        """DeepEP's recommended dispatch config for 2, 4 or 8 ranks, with
+        Buffer.num_sms; for other counts gin's default, the 8-rank values
+        (DeepEP's own for larger counts tune its RDMA stage, which gin
+        does not have)."""
         return Buffer._config(Buffer._DISPATCH, num_ranks)
 
     @staticmethod

@@ -7,16 +7,23 @@ import os
 import sys
 
 
-def _iface_to(addr):
-    """The interface whose IPv4 network holds addr, or None."""
+def _iface_to(host):
+    """The interface whose IPv4 network holds host's address (a name or
+    an address), or None (no IPv4 address, no `ip` tool, no match)."""
     import ipaddress
+    import socket
     import subprocess
-    out = subprocess.run(["ip", "-o", "-4", "addr", "show"],
-                         capture_output=True, text=True).stdout
+    try:
+        addr = ipaddress.ip_address(socket.getaddrinfo(
+            host, None, socket.AF_INET)[0][4][0])
+        out = subprocess.run(["ip", "-o", "-4", "addr", "show"],
+                             capture_output=True, text=True).stdout
+    except (OSError, ValueError):
+        return None
     for line in out.splitlines():
         f = line.split()
-        if len(f) > 3 and f[2] == "inet" and ipaddress.ip_address(addr) in \
-                ipaddress.ip_network(f[3], strict=False):
+        if len(f) > 3 and f[2] == "inet" and \
+                addr in ipaddress.ip_network(f[3], strict=False):
             return f[1]
     return None
 
