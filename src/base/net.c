@@ -4,6 +4,9 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -119,6 +122,43 @@ gin_result_t gin_net_tune(int fd) {
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
     return GIN_ERR_SYSTEM;
   return GIN_SUCCESS;
+}
+
+int gin_net_resolve(const char *host, int port, gin_net_addr_t *out,
+                    const char **why) {
+  char name[256];
+  size_t n = strlen(host);
+  if (n >= 2 && host[0] == '[' && host[n - 1] == ']') host++, n -= 2;
+  *why = "empty or too long";
+  if (n == 0 || n >= sizeof name) return -1;
+  memcpy(name, host, n);
+  name[n] = '\0';
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+  int rc = getaddrinfo(name, NULL, &hints, &res), found = -1;
+  *why = rc ? gai_strerror(rc) : "no IPv4 or IPv6 address";
+  for (struct addrinfo *ai = rc ? NULL : res; ai && found < 0; ai = ai->ai_next)
+    found =
+        gin_net_addr_from_sockaddr(ai->ai_addr, out) == GIN_SUCCESS ? 0 : -1;
+  if (res) freeaddrinfo(res);
+  out->port = (uint16_t)port;
+  return found;
+}
+
+int gin_net_addr_on_interface(const gin_net_addr_t *a) {
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) != 0) return 0;
+  int found = 0;
+  for (struct ifaddrs *i = ifs; i && !found; i = i->ifa_next) {
+    gin_net_addr_t b;
+    found = i->ifa_addr && !(i->ifa_flags & IFF_LOOPBACK) &&
+            (i->ifa_addr->sa_family == AF_INET ||
+             i->ifa_addr->sa_family == AF_INET6) &&
+            gin_net_addr_from_sockaddr(i->ifa_addr, &b) == GIN_SUCCESS &&
+            b.family == a->family &&
+            !memcmp(b.addr, a->addr, a->family == AF_INET ? 4 : 16);
+  }
+  freeifaddrs(ifs);
+  return found;
 }
 
 gin_result_t gin_net_why(char *buf, size_t len, gin_result_t res,

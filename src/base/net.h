@@ -58,6 +58,17 @@ const char *gin_net_addr_str(const gin_net_addr_t *a, char *buf, size_t len);
 gin_result_t gin_net_route_source(const gin_net_addr_t *to,
                                   gin_net_addr_t *out);
 
+/* Resolves host (a numeric address or a name; "[v6]" accepted) to its
+ * first IPv4 or IPv6 address, with port, into *out. Returns 0, or -1 with
+ * *why saying why (getaddrinfo's words, "empty or too long", "no IPv4 or
+ * IPv6 address"). Thread safe. */
+int gin_net_resolve(const char *host, int port, gin_net_addr_t *out,
+                    const char **why);
+
+/* Whether a (port ignored) is the address of one of this machine's
+ * interfaces other than loopback ones. Thread safe. */
+int gin_net_addr_on_interface(const gin_net_addr_t *a);
+
 /* Whether a is a loopback address (127/8, ::1) or an IPv6 link-local one
  * (fe80::/10: reachable only through the interface it names, which a
  * peer on another host cannot). Thread safe. */

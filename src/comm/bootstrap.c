@@ -19,7 +19,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -285,27 +284,6 @@ gin_result_t gin_bs_hello_check(const void *buf, size_t len,
 }
 
 /* ------------------------------------------------------------ sockets */
-
-/* Resolves a numeric address or a host name ("[v6]" accepted). */
-static int bs_resolve(const char *host, int port, gin_net_addr_t *out,
-                      const char **why) {
-  char name[256];
-  size_t n = strlen(host);
-  if (n >= 2 && host[0] == '[' && host[n - 1] == ']') host++, n -= 2;
-  *why = "empty or too long";
-  if (n == 0 || n >= sizeof name) return -1;
-  memcpy(name, host, n);
-  name[n] = '\0';
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-  int rc = getaddrinfo(name, NULL, &hints, &res), found = -1;
-  *why = rc ? gai_strerror(rc) : "no IPv4 or IPv6 address";
-  for (struct addrinfo *ai = rc ? NULL : res; ai && found < 0; ai = ai->ai_next)
-    found =
-        gin_net_addr_from_sockaddr(ai->ai_addr, out) == GIN_SUCCESS ? 0 : -1;
-  if (res) freeaddrinfo(res);
-  out->port = (uint16_t)port;
-  return found;
-}
 
 static uint64_t bs_deadline(int64_t timeout_ms) {
   return gin_now_ns() + (uint64_t)timeout_ms * 1000000ull;
@@ -588,7 +566,7 @@ gin_result_t gin_bs_root_start(int nranks, const char *addr, int port,
   gin_net_addr_t want, bound;
   const char *why;
   char astr[BS_ADDRSTR];
-  if (bs_resolve(addr, port, &want, &why) != 0)
+  if (gin_net_resolve(addr, port, &want, &why) != 0)
     return GIN_ERROR(GIN_ERR_INVALID,
                      "bootstrap root: cannot resolve address \"%s\": %s", addr,
                      why);

@@ -11,7 +11,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "base/base.h"
+#include "base/net.h"
 #include "comm/bootstrap.h"
 #include "comm/build.h"
 
@@ -204,41 +204,17 @@ static void env_secret(const env_job_t *job, const char *addr, int port,
 static gin_result_t env_uid_build(const char *addr, int port,
                                   const uint8_t secret[16], int nranks,
                                   gin_unique_id_t *uid_out) {
-  char host[256];
-  size_t n = strlen(addr);
-  if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') addr++, n -= 2;
-  if (n >= sizeof host)
-    return GIN_ERROR(GIN_ERR_INVALID, "root address is too long");
-  memcpy(host, addr, n);
-  host[n] = '\0';
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL, *ai;
-  int rc = getaddrinfo(host, NULL, &hints, &res);
-  if (rc != 0)
+  gin_net_addr_t a;
+  const char *why;
+  if (gin_net_resolve(addr, port, &a, &why) != 0)
     return GIN_ERROR(GIN_ERR_INVALID,
-                     "cannot resolve the root address "
-                     "\"%s\": %s",
-                     host, gai_strerror(rc));
+                     "cannot resolve the root address \"%s\": %s", addr, why);
   gin_bs_uid_t u = {.magic = GIN_BS_MAGIC,
                     .version = GIN_BS_VERSION,
                     .port = (uint16_t)port,
-                    .nranks = nranks};
-  for (ai = res; ai; ai = ai->ai_next) {
-    if (ai->ai_family == AF_INET) {
-      memcpy(u.addr, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, 4);
-      break;
-    }
-    if (ai->ai_family == AF_INET6) {
-      memcpy(u.addr, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, 16);
-      break;
-    }
-  }
-  if (ai) u.family = (uint16_t)ai->ai_family;
-  freeaddrinfo(res);
-  if (!u.family)
-    return GIN_ERROR(GIN_ERR_INVALID,
-                     "root address \"%s\" has no IPv4 or "
-                     "IPv6 address",
-                     host);
+                    .nranks = nranks,
+                    .family = a.family};
+  memcpy(u.addr, a.addr, a.family == AF_INET ? 4 : 16);
   memcpy(u.secret, secret, 16);
   gin_unique_id_t uid;
   memset(&uid, 0, sizeof uid);

@@ -4,17 +4,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
 #include "base/base.h"
+#include "base/net.h"
 #include "comm/bootstrap.h"
 
 GIN_PARAM_STR(param_root_addr, "ROOT_ADDR", "127.0.0.1",
@@ -46,57 +42,15 @@ GIN_PARAM_INT(param_root_timeout_ms, "ROOT_TIMEOUT_MS", 600000,
               "ginrun) waits for all ranks to join, in ms (at least "
               "GIN_TIMEOUT_MS)")
 
-/* Whether sa is the address of one of this machine's interfaces, not a
- * loopback one. */
-static int uid_addr_on_interface(const struct sockaddr *sa,
-                                 const struct ifaddrs *ifs) {
-  for (const struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-    const struct sockaddr *a = i->ifa_addr;
-    if (!a || a->sa_family != sa->sa_family || (i->ifa_flags & IFF_LOOPBACK))
-      continue;
-    if (sa->sa_family == AF_INET &&
-        !memcmp(&((const struct sockaddr_in *)a)->sin_addr,
-                &((const struct sockaddr_in *)sa)->sin_addr,
-                sizeof(struct in_addr)))
-      return 1;
-    if (sa->sa_family == AF_INET6 &&
-        !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-                &((const struct sockaddr_in6 *)sa)->sin6_addr,
-                sizeof(struct in6_addr)))
-      return 1;
-  }
-  return 0;
-}
-
-/* MASTER_ADDR's address (numeric, into buf) where it names one of this
- * machine's non-loopback interfaces; 0 otherwise (no such variable, a
- * name that does not resolve, another host's address, a loopback one:
- * a host name that /etc/hosts maps to 127.0.1.1 stays on one host). */
-static int uid_master_here(char *buf, size_t len) {
-  const char *m = getenv("MASTER_ADDR");
-  if (!m || !*m) return 0;
-  char host[256];
-  size_t n = strlen(m);
-  if (m[0] == '[' && n > 2 && m[n - 1] == ']') { /* [IPv6] */
-    snprintf(host, sizeof host, "%.*s", (int)(n - 2), m + 1);
-  } else {
-    snprintf(host, sizeof host, "%s", m);
-  }
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_socktype = SOCK_STREAM;
-  struct ifaddrs *ifs = NULL;
-  if (getaddrinfo(host, NULL, &hints, &res) != 0) return 0;
-  int found = 0;
-  if (getifaddrs(&ifs) == 0) {
-    for (struct addrinfo *a = res; a && !found; a = a->ai_next)
-      found = uid_addr_on_interface(a->ai_addr, ifs) &&
-              getnameinfo(a->ai_addr, a->ai_addrlen, buf, (socklen_t)len, NULL,
-                          0, NI_NUMERICHOST) == 0;
-    freeifaddrs(ifs);
-  }
-  freeaddrinfo(res);
-  return found;
+/* Whether MASTER_ADDR is set and its address (the first resolution, the
+ * one the root would listen on) is a non-loopback interface address of
+ * this machine: not another host's, nor loopback (a host name that
+ * /etc/hosts maps to 127.0.1.1 stays on one host). */
+static int uid_master_here(const char *m) {
+  gin_net_addr_t a;
+  const char *why;
+  return m && *m && gin_net_resolve(m, 0, &a, &why) == 0 &&
+         gin_net_addr_on_interface(&a);
 }
 
 /* Where the root listens: GIN_ROOT_ADDR; unset, MASTER_ADDR's address
@@ -104,14 +58,15 @@ static int uid_master_here(char *buf, size_t len) {
  * there, which the job's ranks reach: a job id made through a
  * torch.distributed group whose rank 0 runs on that host then works
  * across hosts as is); else the default, 127.0.0.1 (one host). */
-static const char *uid_root_addr(char *buf, size_t len) {
+static const char *uid_root_addr(void) {
   const char *set = getenv("GIN_ROOT_ADDR");
-  if ((!set || !*set) && uid_master_here(buf, len)) {
+  const char *master = getenv("MASTER_ADDR");
+  if ((!set || !*set) && uid_master_here(master)) {
     GIN_INFO(INIT,
-             "unique id: bootstrap root at MASTER_ADDR's %s (GIN_ROOT_ADDR "
+             "unique id: bootstrap root at MASTER_ADDR %s (GIN_ROOT_ADDR "
              "unset)",
-             buf);
-    return buf;
+             master);
+    return master;
   }
   return param_root_addr();
 }
@@ -130,9 +85,8 @@ gin_result_t gin_get_unique_id(int nranks, gin_unique_id_t *uid_out) {
    * they join: its own bound, longer than the per-wait timeout. */
   int64_t wait = param_root_timeout_ms();
   if (wait < gin_timeout_ms()) wait = gin_timeout_ms();
-  char here[NI_MAXHOST];
-  return gin_bs_root_start(nranks, uid_root_addr(here, sizeof here), (int)port,
-                           secret, wait, uid_out);
+  return gin_bs_root_start(nranks, uid_root_addr(), (int)port, secret, wait,
+                           uid_out);
 }
 
 gin_result_t gin_unique_id_to_string(const gin_unique_id_t *uid, char *buf,
