@@ -92,6 +92,14 @@ static inline void test_require_device(void) {
 static inline void test_require_device(void) {}
 #endif
 
+/* gin memory of `bytes` (16 for 0, so that every array has an address);
+ * the test fails where none can be had. */
+static inline void *test_dev_alloc(size_t bytes) {
+  void *p = NULL;
+  TCHECK(gin_mem_alloc(bytes ? bytes : 16, &p));
+  return p;
+}
+
 /* The world communicator from the environment, its rank and size; skips
  * (exit 77, after destroying it) when fewer than min_ranks. */
 static inline gin_comm_t test_world_init(int *rank, int *nranks,

@@ -43,11 +43,6 @@ static int arg_int(int argc, char **argv, const char *flag, int dflt) {
   return dflt;
 }
 
-static void *dev(size_t bytes) {
-  void *p = NULL;
-  TCHECK(gin_mem_alloc(bytes ? bytes : 16, &p));
-  return p;
-}
 static void *host_of(const void *d, size_t bytes) {
   void *h = calloc(1, bytes ? bytes : 16);
   TASSERT(h, "out of memory");
@@ -108,7 +103,7 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
   int T = mine->num_tokens;
 
   /* Inputs on the device. */
-  uint16_t *d_x = (uint16_t *)dev((size_t)T * H * 2);
+  uint16_t *d_x = (uint16_t *)test_dev_alloc((size_t)T * H * 2);
   if (T) TCHECK(gin_mem_copy(d_x, mine->x, (size_t)T * H * 2));
   size_t idx_bytes = (size_t)T * K * (c->idx64 ? 8 : 4);
   void *h_idx = calloc(1, idx_bytes + 8);
@@ -119,9 +114,9 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
     else
       ((int32_t *)h_idx)[i] = mine->topk_idx[i];
   }
-  void *d_idx = dev(idx_bytes);
+  void *d_idx = test_dev_alloc(idx_bytes);
   if (T) TCHECK(gin_mem_copy(d_idx, h_idx, idx_bytes));
-  float *d_w = (float *)dev((size_t)T * K * 4);
+  float *d_w = (float *)test_dev_alloc((size_t)T * K * 4);
   if (T) TCHECK(gin_mem_copy(d_w, mine->weights, (size_t)T * K * 4));
   uint8_t *d_x8 = NULL;
   uint32_t *d_sc = NULL;
@@ -134,8 +129,8 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
     for (int t = 0; t < T; t++)
       for (int g = 0; g < G; g++)
         hs[(size_t)g * T + t] = scale_of(me, t, g);
-    d_x8 = (uint8_t *)dev((size_t)T * H);
-    d_sc = (uint32_t *)dev((size_t)T * G * 4);
+    d_x8 = (uint8_t *)test_dev_alloc((size_t)T * H);
+    d_sc = (uint32_t *)test_dev_alloc((size_t)T * G * 4);
     if (T) {
       TCHECK(gin_mem_copy(d_x8, h8, (size_t)T * H));
       TCHECK(gin_mem_copy(d_sc, hs, (size_t)T * G * 4));
@@ -145,9 +140,9 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
   }
 
   /* Layout. */
-  int32_t *d_pr = (int32_t *)dev((size_t)R * 4),
-          *d_pe = (int32_t *)dev((size_t)w->E * 4);
-  uint8_t *d_in = (uint8_t *)dev((size_t)T * R);
+  int32_t *d_pr = (int32_t *)test_dev_alloc((size_t)R * 4),
+          *d_pe = (int32_t *)test_dev_alloc((size_t)w->E * 4);
+  uint8_t *d_in = (uint8_t *)test_dev_alloc((size_t)T * R);
   sync_ok(w,
           gin_epn_layout(w->ep, d_idx, c->idx64, T, K, d_pr, d_pe, d_in, NULL),
           "layout", cs);
@@ -174,11 +169,11 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
   /* Notify: counts. */
   gin_epn_handle_t h;
   memset(&h, 0, sizeof h);
-  h.send_head = (int32_t *)dev((size_t)T * R * 4);
-  h.chan_prefix = (int32_t *)dev((size_t)R * C * 4);
-  h.rank_prefix = (int32_t *)dev((size_t)R * 4);
-  h.recv_chan_prefix = (int32_t *)dev((size_t)R * C * 4);
-  int32_t *d_rc = (int32_t *)dev((size_t)(1 + L) * 4);
+  h.send_head = (int32_t *)test_dev_alloc((size_t)T * R * 4);
+  h.chan_prefix = (int32_t *)test_dev_alloc((size_t)R * C * 4);
+  h.rank_prefix = (int32_t *)test_dev_alloc((size_t)R * 4);
+  h.recv_chan_prefix = (int32_t *)test_dev_alloc((size_t)R * C * 4);
+  int32_t *d_rc = (int32_t *)test_dev_alloc((size_t)(1 + L) * 4);
   sync_ok(w, gin_epn_notify(w->ep, d_in, d_pe, T, C, &h, d_rc, NULL), "notify",
           cs);
   int32_t *rc = (int32_t *)host_of(d_rc, (size_t)(1 + L) * 4);
@@ -200,12 +195,13 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
   /* Dispatch. */
   int cap = c->worst ? all : N;
   h.capacity = cap;
-  h.recv_src_idx = (int32_t *)dev((size_t)cap * 4);
+  h.recv_src_idx = (int32_t *)test_dev_alloc((size_t)cap * 4);
   size_t xb = c->fp8 ? 1 : 2;
-  void *d_rx = dev((size_t)cap * H * xb);
-  uint32_t *d_rs = c->fp8 ? (uint32_t *)dev((size_t)cap * G * 4) : NULL;
-  int64_t *d_ri = (int64_t *)dev((size_t)cap * K * 8);
-  float *d_rw = (float *)dev((size_t)cap * K * 4);
+  void *d_rx = test_dev_alloc((size_t)cap * H * xb);
+  uint32_t *d_rs =
+      c->fp8 ? (uint32_t *)test_dev_alloc((size_t)cap * G * 4) : NULL;
+  int64_t *d_ri = (int64_t *)test_dev_alloc((size_t)cap * K * 8);
+  float *d_rw = (float *)test_dev_alloc((size_t)cap * K * 4);
   gin_epn_dispatch_args_t da;
   memset(&da, 0, sizeof da);
   da.x = c->fp8 ? (const void *)d_x8 : (const void *)d_x;
@@ -299,16 +295,16 @@ static void run_case(world_t *w, const tcase_t *c, int it) {
         hy[(size_t)row * H + ch] = y_of(in[s].x[(size_t)t * H + ch], me);
       row++;
     }
-  uint16_t *d_y = (uint16_t *)dev((size_t)N * H * 2);
+  uint16_t *d_y = (uint16_t *)test_dev_alloc((size_t)N * H * 2);
   if (N) TCHECK(gin_mem_copy(d_y, hy, (size_t)N * H * 2));
   uint16_t *hb = (uint16_t *)calloc((size_t)T * H + 1, 2);
   TASSERT(hb, "out of memory");
   for (size_t i = 0; i < (size_t)T * H; i++)
     hb[i] = gin_float_to_bf16((float)(i % 7) - 3.0f);
-  uint16_t *d_b = (uint16_t *)dev((size_t)T * H * 2);
+  uint16_t *d_b = (uint16_t *)test_dev_alloc((size_t)T * H * 2);
   if (T) TCHECK(gin_mem_copy(d_b, hb, (size_t)T * H * 2));
-  uint16_t *d_out = (uint16_t *)dev((size_t)T * H * 2);
-  float *d_ow = (float *)dev((size_t)T * K * 4);
+  uint16_t *d_out = (uint16_t *)test_dev_alloc((size_t)T * H * 2);
+  float *d_ow = (float *)test_dev_alloc((size_t)T * K * 4);
   gin_epn_combine_args_t ca;
   memset(&ca, 0, sizeof ca);
   ca.x = d_y;
@@ -415,11 +411,11 @@ static int bad_input(world_t *w, int liar) {
       for (int k = 0; k < K; k++)
         hidx[t * K + k] = (t + k * (w->E / K)) % w->E;
     if (which == 0 && w->me == 1) hidx[5 * K + 2] = w->E;
-    int32_t *d_idx = (int32_t *)dev((size_t)T * K * 4);
+    int32_t *d_idx = (int32_t *)test_dev_alloc((size_t)T * K * 4);
     TCHECK(gin_mem_copy(d_idx, hidx, (size_t)T * K * 4));
-    int32_t *d_pr = (int32_t *)dev((size_t)R * 4);
-    int32_t *d_pe = (int32_t *)dev((size_t)w->E * 4);
-    uint8_t *d_in = (uint8_t *)dev((size_t)T * R);
+    int32_t *d_pr = (int32_t *)test_dev_alloc((size_t)R * 4);
+    int32_t *d_pe = (int32_t *)test_dev_alloc((size_t)w->E * 4);
+    uint8_t *d_in = (uint8_t *)test_dev_alloc((size_t)T * R);
     gin_result_t rc =
         gin_epn_layout(ep, d_idx, 0, T, K, d_pr, d_pe, d_in, NULL);
     if (rc == GIN_SUCCESS) rc = gin_stream_synchronize(0);
@@ -427,11 +423,11 @@ static int bad_input(world_t *w, int liar) {
     if (which >= 1) {
       gin_epn_handle_t h;
       memset(&h, 0, sizeof h);
-      h.send_head = (int32_t *)dev((size_t)T * R * 4);
-      h.chan_prefix = (int32_t *)dev((size_t)R * 2 * 4);
-      h.rank_prefix = (int32_t *)dev((size_t)R * 4);
-      h.recv_chan_prefix = (int32_t *)dev((size_t)R * 2 * 4);
-      int32_t *d_rc = (int32_t *)dev((size_t)(1 + w->L) * 4), n = 0;
+      h.send_head = (int32_t *)test_dev_alloc((size_t)T * R * 4);
+      h.chan_prefix = (int32_t *)test_dev_alloc((size_t)R * 2 * 4);
+      h.rank_prefix = (int32_t *)test_dev_alloc((size_t)R * 4);
+      h.recv_chan_prefix = (int32_t *)test_dev_alloc((size_t)R * 2 * 4);
+      int32_t *d_rc = (int32_t *)test_dev_alloc((size_t)(1 + w->L) * 4), n = 0;
       TCHECK(gin_epn_notify(ep, d_in, d_pe, T, 2, &h, d_rc, NULL));
       TCHECK(gin_stream_synchronize(0));
       TCHECK(gin_mem_copy(&n, d_rc, 4));
@@ -448,10 +444,11 @@ static int bad_input(world_t *w, int liar) {
         free(in);
       }
       h.capacity = n;
-      h.recv_src_idx = (int32_t *)dev((size_t)n * 4);
-      void *d_x = dev((size_t)T * H * 2), *d_rx = dev((size_t)n * H * 2);
-      float *d_sc = (float *)dev((size_t)T * (H / 128) * 4);
-      float *d_rs = (float *)dev((size_t)n * (H / 128) * 4);
+      h.recv_src_idx = (int32_t *)test_dev_alloc((size_t)n * 4);
+      void *d_x = test_dev_alloc((size_t)T * H * 2),
+           *d_rx = test_dev_alloc((size_t)n * H * 2);
+      float *d_sc = (float *)test_dev_alloc((size_t)T * (H / 128) * 4);
+      float *d_rs = (float *)test_dev_alloc((size_t)n * (H / 128) * 4);
       TCHECK(gin_mem_set(d_x, 0, (size_t)T * H * 2));
       gin_epn_dispatch_args_t da;
       memset(&da, 0, sizeof da);

@@ -54,6 +54,13 @@
 #define EP_K 2
 #define EPN_C 2 /* normal mode: channels */
 
+/* The normal-mode buffer's configuration: hidden EP_H, top-EP_K, two
+ * experts a rank, EPN_C channels of 8-row rings. */
+static gin_epn_config_t epn_config(int nranks) {
+  gin_epn_config_t c = {EP_H, EP_K, 2 * nranks, EPN_C, 8};
+  return c;
+}
+
 enum { MODE_PUTS, MODE_BARRIER, MODE_WAIT };
 
 typedef struct kargs {
@@ -204,12 +211,6 @@ typedef struct setup {
   int64_t *ri;
 } setup_t;
 
-static void *dev_alloc(size_t bytes) {
-  void *p = NULL;
-  TCHECK(gin_mem_alloc(bytes, &p));
-  return p;
-}
-
 static void setup_make(run_t *r, setup_t *s) {
   size_t win_bytes = (size_t)(r->nranks + 1) * CHUNK;
   TCHECK(gin_mem_alloc(win_bytes, &s->mem));
@@ -226,21 +227,21 @@ static void setup_make(run_t *r, setup_t *s) {
   if (strcmp(r->scenario, "ep") != 0 && !normal) return;
   if (normal) {
     int R = r->nranks, E = 2 * R;
-    gin_epn_config_t cfg = {EP_H, EP_K, E, EPN_C, 8};
+    gin_epn_config_t cfg = epn_config(R);
     TCHECK(gin_epn_create(r->comm, &cfg, &s->epn));
-    s->pr = (int32_t *)dev_alloc((size_t)R * 4);
-    s->pe = (int32_t *)dev_alloc((size_t)E * 4);
-    s->counts = (int32_t *)dev_alloc((size_t)(1 + E / R) * 4);
-    s->in_rank = (uint8_t *)dev_alloc((size_t)EP_T * R);
-    s->h.send_head = (int32_t *)dev_alloc((size_t)EP_T * R * 4);
-    s->h.chan_prefix = (int32_t *)dev_alloc((size_t)R * EPN_C * 4);
-    s->h.rank_prefix = (int32_t *)dev_alloc((size_t)R * 4);
-    s->h.recv_chan_prefix = (int32_t *)dev_alloc((size_t)R * EPN_C * 4);
+    s->pr = (int32_t *)test_dev_alloc((size_t)R * 4);
+    s->pe = (int32_t *)test_dev_alloc((size_t)E * 4);
+    s->counts = (int32_t *)test_dev_alloc((size_t)(1 + E / R) * 4);
+    s->in_rank = (uint8_t *)test_dev_alloc((size_t)EP_T * R);
+    s->h.send_head = (int32_t *)test_dev_alloc((size_t)EP_T * R * 4);
+    s->h.chan_prefix = (int32_t *)test_dev_alloc((size_t)R * EPN_C * 4);
+    s->h.rank_prefix = (int32_t *)test_dev_alloc((size_t)R * 4);
+    s->h.recv_chan_prefix = (int32_t *)test_dev_alloc((size_t)R * EPN_C * 4);
     s->h.capacity = R * EP_T;
-    s->h.recv_src_idx = (int32_t *)dev_alloc((size_t)R * EP_T * 4);
-    s->rx = dev_alloc((size_t)R * EP_T * EP_H * 2);
-    s->rw = (float *)dev_alloc((size_t)R * EP_T * EP_K * 4);
-    s->ri = (int64_t *)dev_alloc((size_t)R * EP_T * EP_K * 8);
+    s->h.recv_src_idx = (int32_t *)test_dev_alloc((size_t)R * EP_T * 4);
+    s->rx = test_dev_alloc((size_t)R * EP_T * EP_H * 2);
+    s->rw = (float *)test_dev_alloc((size_t)R * EP_T * EP_K * 4);
+    s->ri = (int64_t *)test_dev_alloc((size_t)R * EP_T * EP_K * 8);
   } else {
     gin_ep_config_t cfg = {EP_T, EP_H, EP_K, 2 * r->nranks, 0};
     TCHECK(gin_ep_create(r->comm, &cfg, &s->ep));
@@ -376,7 +377,7 @@ static void later_calls(run_t *r, setup_t *s) {
   rc = gin_ep_create(r->comm, &cfg, &ep2);
   expect_death(r, "later gin_ep_create", rc, now_ns(), 0);
   gin_epn_t epn2;
-  gin_epn_config_t ncfg = {EP_H, EP_K, 2 * r->nranks, EPN_C, 8};
+  gin_epn_config_t ncfg = epn_config(r->nranks);
   rc = gin_epn_create(r->comm, &ncfg, &epn2);
   expect_death(r, "later gin_epn_create", rc, now_ns(), 0);
   kargs_t a = kargs(s, MODE_WAIT, 1);
